@@ -1,0 +1,37 @@
+//! hsched core: integer-nanosecond time, ids, typed parameters, messages and
+//! the scheduler protocol ([`Scheduler`], [`Dispatch`], [`Cx`]).
+//!
+//! This crate does no I/O, reads no clock, holds no global state and uses no
+//! floating point in anything a decision depends on.
+
+pub mod ids;
+pub mod msg;
+pub mod params;
+pub mod sched;
+pub mod time;
+
+pub use ids::{ChildId, CpuId, ParentVp, SchedId, ThreadId, TimerKey};
+pub use msg::{Msg, Reply};
+pub use params::{ParamKind, ParamSpec, Params, Value};
+pub use sched::{Cx, Dispatch, Effect, Reject, Scheduler, Sender, VpState};
+pub use time::{Duration, Instant};
+
+/// What a policy type declares: its name, documentation, its own parameters,
+/// the parameters each child attaches with, and how to build an instance.
+/// Policy *types* are separate from *instances* (a hierarchy may run several
+/// instances of one policy, as Xen does).
+pub struct PolicyInfo {
+    pub name: &'static str,
+    /// One line: what it is.
+    pub summary: &'static str,
+    /// The paper and section it follows, its guarantees and limits.
+    pub doc: &'static str,
+    pub params: fn() -> Vec<ParamSpec>,
+    pub child_params: fn() -> Vec<ParamSpec>,
+    /// Builds an instance from parameters already resolved against `params`.
+    pub build: fn(&Params) -> Result<Box<dyn Scheduler>, String>,
+    /// How many parents an instance may have: 1 for most, more for `join`.
+    pub max_parents: u32,
+    /// How many children an instance may have: 1 for `join` and `limit`.
+    pub max_children: u32,
+}

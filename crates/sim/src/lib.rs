@@ -1,0 +1,1 @@
+//! hsched sim
