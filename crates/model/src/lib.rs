@@ -1,1 +1,16 @@
-//! hsched model
+//! hsched model: plain data shared by the scenario parser, both platforms
+//! (sim and live) and the reports.
+//!
+//! - [`Scenario`]: what a scenario file describes: the machine, the hierarchy,
+//!   the threads and their workload programs, scripted hierarchy changes.
+//! - [`RunResult`]: what a run produces, whichever platform ran it.
+//!
+//! This crate sits beside `core` below `dispatch` (a departure from the layer
+//! list of DESIGN.md, which has no home for data both platforms and the
+//! scenario parser share). It holds data only: no I/O, no clock.
+
+pub mod result;
+pub mod scenario;
+
+pub use result::*;
+pub use scenario::*;

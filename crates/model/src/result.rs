@@ -1,0 +1,170 @@
+//! What a run produces, whichever platform ran it. Reports (JSON, CSV,
+//! Perfetto, plots) are computed from this.
+
+use hsched_core::{CpuId, Duration, Instant, ThreadId};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RunResult {
+    pub scenario: String,
+    pub platform: String,
+    pub seed: u64,
+    pub cpus: u32,
+    /// The simulated (or real) span covered.
+    pub horizon: Duration,
+    pub threads: Vec<ThreadResult>,
+    pub nodes: Vec<NodeResult>,
+    pub cpu_stats: Vec<CpuStats>,
+    /// Scheduling decisions made (root-to-leaf descents).
+    pub decisions: u64,
+    /// Events processed (platform events: wakeups, completions, timers, ...).
+    pub events: u64,
+    /// Wall-clock time the run took, in nanoseconds (not deterministic; kept
+    /// out of traces).
+    pub wall_ns: u64,
+    /// One row per job of periodic threads.
+    pub jobs: Vec<JobRecord>,
+    /// Notable things that happened: ejections, watchdog, refusals, script steps, replies.
+    pub log: Vec<LogEntry>,
+    /// The full timeline, when asked for.
+    pub trace: Option<Trace>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ThreadResult {
+    pub id: ThreadId,
+    pub name: String,
+    /// Scheduler it ended under (name).
+    pub scheduler: String,
+    /// CPU time used by the thread (context-switch overhead excluded).
+    pub cpu_time: Duration,
+    /// Wakeup-to-dispatch latencies, one per wakeup, in order.
+    pub wakeup_latencies: Vec<Duration>,
+    /// Longest span the thread was runnable without running.
+    pub max_runnable_gap: Duration,
+    /// Times it was put on a CPU after someone else (or nothing) ran there.
+    pub context_switches: u64,
+    /// Times it was put on a different CPU than the one it last ran on.
+    pub migrations: u64,
+    pub arrival: Instant,
+    pub exit: Option<Instant>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NodeResult {
+    pub name: String,
+    pub policy: String,
+    /// CPU time charged through this node (what it received from its parents).
+    pub received: Duration,
+    /// Whether it was still in the hierarchy at the end.
+    pub alive: bool,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CpuStats {
+    pub cpu: CpuId,
+    /// Time a thread made progress on this CPU.
+    pub busy: Duration,
+    /// Time spent switching between threads.
+    pub overhead: Duration,
+    pub idle: Duration,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct JobRecord {
+    pub thread: ThreadId,
+    /// 0-based job number within the thread.
+    pub job: u64,
+    pub release: Instant,
+    /// First time the thread ran after the release (None: never).
+    pub start: Option<Instant>,
+    /// Completion (None: unfinished at the horizon).
+    pub finish: Option<Instant>,
+    pub deadline: Instant,
+}
+
+impl JobRecord {
+    pub fn response(&self) -> Option<Duration> {
+        self.finish.map(|f| f.saturating_since(self.release))
+    }
+    /// Finished after its deadline, or unfinished with the deadline passed by `end`.
+    pub fn missed(&self, end: Instant) -> bool {
+        match self.finish {
+            Some(f) => f > self.deadline,
+            None => self.deadline < end,
+        }
+    }
+    /// finish - deadline (negative: early). None if unfinished.
+    pub fn lateness_ns(&self) -> Option<i128> {
+        self.finish
+            .map(|f| f.as_nanos() as i128 - self.deadline.as_nanos() as i128)
+    }
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct LogEntry {
+    pub at: Instant,
+    pub kind: LogKind,
+    pub text: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogKind {
+    /// A scheduler was ejected for breaking the protocol.
+    Eject,
+    /// The starvation watchdog fired.
+    Watchdog,
+    /// An admission or message was refused.
+    Refused,
+    /// A scripted hierarchy change happened.
+    Script,
+    /// A thread moved to another scheduler.
+    Moved,
+    /// A message was answered.
+    Reply,
+}
+
+/// The timeline of a run.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Trace {
+    /// What each CPU did, in time order per CPU, covering `[0, horizon)` exactly.
+    pub segments: Vec<Segment>,
+    /// Point events (wakeups, deadline misses, ejections).
+    pub marks: Vec<Mark>,
+    /// Thread names by id, scheduler names, for labels.
+    pub thread_names: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Segment {
+    pub cpu: CpuId,
+    pub start: Instant,
+    pub end: Instant,
+    pub what: SegmentKind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SegmentKind {
+    Idle,
+    /// Context-switch overhead before `thread` runs.
+    Switch(ThreadId),
+    Run(ThreadId),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Mark {
+    pub at: Instant,
+    pub thread: Option<ThreadId>,
+    pub kind: MarkKind,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkKind {
+    Wakeup,
+    Release { job: u64 },
+    DeadlineMiss { job: u64 },
+    Eject { scheduler: String },
+}
