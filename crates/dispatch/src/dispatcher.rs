@@ -1,0 +1,1047 @@
+//! The dispatcher core: state, callback delivery, effects, decisions, timers.
+//!
+//! Hierarchy changes (create, attach, detach, destroy, eject, move) live in
+//! `hierarchy.rs`; both are `impl Dispatcher`.
+
+use hsched_core::{
+    ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Msg, ParamSpec, ParentVp, PolicyInfo,
+    Reply, SchedId, Scheduler, Sender, ThreadId, TimerKey, VpState,
+};
+use hsched_model::{LogEntry, LogKind, NodeResult};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// How the dispatcher is set up.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub cpus: u32,
+    /// With a tick, timers and horizons take effect at the next tick boundary.
+    pub tick: Option<Duration>,
+    /// Starvation watchdog bound; `None` turns it off.
+    pub watchdog: Option<Duration>,
+    /// Run every policy's `check_invariants` after every callback, and the
+    /// dispatcher's own structural checks after every event (tests, debug).
+    pub check_invariants: bool,
+}
+
+/// What the dispatcher needs from a platform: to put a thread (or nothing)
+/// on a CPU. Everything else flows the other way (the platform calls the
+/// dispatcher's `thread_*`, `message` and `advance` methods).
+pub trait Platform {
+    /// From `now` on, `cpu` runs `thread` (`None`: idle). Called only when
+    /// the thread on the CPU changes.
+    fn set_cpu(&mut self, now: Instant, cpu: CpuId, thread: Option<ThreadId>);
+}
+
+/// A scheduler will be ejected when it asks for more re-decisions than this
+/// within one event: it is livelocking the dispatcher.
+const RESCHEDULE_LIMIT: u32 = 10_000;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ChildRef {
+    Thread(ThreadId),
+    Vp(SchedId, ParentVp),
+}
+
+/// The dispatcher's record of one child of a scheduler.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Kid {
+    pub what: ChildRef,
+    pub runnable: bool,
+    pub running: Option<CpuId>,
+}
+
+/// Where one of a scheduler's VPs is attached: the parent and the child id
+/// the parent knows it by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Link {
+    pub parent: SchedId,
+    pub child: ChildId,
+}
+
+pub(crate) struct Inst {
+    pub name: String,
+    pub policy: Box<dyn Scheduler>,
+    pub info: &'static PolicyInfo,
+    pub child_specs: Vec<ParamSpec>,
+    pub vps: Vec<VpState>,
+    /// Per VP: where it is attached (`None` for the root's CPUs and for a
+    /// detached instance).
+    pub links: Vec<Option<Link>>,
+    pub children: Vec<Option<Kid>>,
+    pub free_children: BinaryHeap<Reverse<u32>>,
+    pub live_children: u32,
+    /// Armed timers: key -> generation of the heap entry that is current.
+    pub timers: HashMap<TimerKey, u64>,
+    /// Re-decisions asked within the current event (livelock guard).
+    pub reschedules: u32,
+}
+
+impl Inst {
+    pub fn kid(&self, c: ChildId) -> Option<&Kid> {
+        self.children.get(c.index()).and_then(|k| k.as_ref())
+    }
+    pub fn kid_mut(&mut self, c: ChildId) -> Option<&mut Kid> {
+        self.children.get_mut(c.index()).and_then(|k| k.as_mut())
+    }
+    pub fn alloc_child(&mut self, what: ChildRef) -> ChildId {
+        let idx = match self.free_children.pop() {
+            Some(Reverse(i)) => i,
+            None => self.children.len() as u32,
+        };
+        let kid = Kid {
+            what,
+            runnable: false,
+            running: None,
+        };
+        if idx as usize == self.children.len() {
+            self.children.push(Some(kid));
+        } else {
+            self.children[idx as usize] = Some(kid);
+        }
+        self.live_children += 1;
+        ChildId(idx)
+    }
+    pub fn free_child(&mut self, c: ChildId) {
+        if self.children[c.index()].take().is_some() {
+            self.free_children.push(Reverse(c.0));
+            self.live_children -= 1;
+        }
+    }
+}
+
+pub(crate) struct Thr {
+    pub name: String,
+    pub parent: Option<Link>,
+    pub runnable: bool,
+    pub running: Option<CpuId>,
+    pub alive: bool,
+    /// Runnable and not running since then (for the watchdog).
+    pub waiting_since: Instant,
+    pub starving_reported: bool,
+}
+
+/// One grant on a CPU's decision path: `sched` holds the CPU on `vp` and
+/// gave it to `child` (None: idle) until `until`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Hop {
+    pub sched: SchedId,
+    pub vp: ParentVp,
+    pub child: Option<ChildId>,
+    pub until: Instant,
+}
+
+pub(crate) struct Cpu {
+    pub path: Vec<Hop>,
+    pub thread: Option<ThreadId>,
+    /// What the platform was last told runs here.
+    pub shown: Option<ThreadId>,
+    /// Start of the current run segment (for charging).
+    pub since: Instant,
+    /// Shallowest path depth that must be re-decided.
+    pub dirty: Option<usize>,
+    /// Generation of the horizon timer that is current.
+    pub horizon_gen: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum TimerKind {
+    Policy { sched: SchedId, key: TimerKey, gen: u64 },
+    Horizon { cpu: u32, gen: u64 },
+    Watchdog,
+}
+
+/// Child-to-parent notifications waiting for delivery.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Note {
+    Request(Link),
+    Release(Link),
+}
+
+/// The dispatcher. See the crate documentation.
+pub struct Dispatcher {
+    pub(crate) cfg: Config,
+    pub(crate) now: Instant,
+    pub(crate) scheds: Vec<Option<Inst>>,
+    pub(crate) nodes: Vec<NodeResult>,
+    pub(crate) threads: Vec<Thr>,
+    pub(crate) cpus: Vec<Cpu>,
+    pub(crate) root: Option<SchedId>,
+    pub(crate) default: Option<SchedId>,
+    pub(crate) timers: BinaryHeap<Reverse<(Instant, u64, TimerKind)>>,
+    pub(crate) seq: u64,
+    pub(crate) effects: Vec<Effect>,
+    pub(crate) notes: VecDeque<Note>,
+    pub(crate) charge_scratch: Vec<(SchedId, ChildId)>,
+    pub(crate) log: Vec<LogEntry>,
+    pub(crate) decisions: u64,
+    pub(crate) ejected: Vec<SchedId>,
+}
+
+impl Dispatcher {
+    pub fn new(cfg: Config) -> Self {
+        let cpus = (0..cfg.cpus)
+            .map(|_| Cpu {
+                path: Vec::with_capacity(8),
+                thread: None,
+                shown: None,
+                since: Instant::ZERO,
+                dirty: None,
+                horizon_gen: 0,
+            })
+            .collect();
+        let mut d = Dispatcher {
+            cfg,
+            now: Instant::ZERO,
+            scheds: Vec::new(),
+            nodes: Vec::new(),
+            threads: Vec::new(),
+            cpus,
+            root: None,
+            default: None,
+            timers: BinaryHeap::new(),
+            seq: 0,
+            effects: Vec::new(),
+            notes: VecDeque::new(),
+            charge_scratch: Vec::new(),
+            log: Vec::new(),
+            decisions: 0,
+            ejected: Vec::new(),
+        };
+        if let Some(bound) = d.cfg.watchdog {
+            d.arm(Instant::ZERO.saturating_add(half(bound)), TimerKind::Watchdog);
+        }
+        d
+    }
+
+    // ----- read-only views -------------------------------------------------
+
+    pub fn now(&self) -> Instant {
+        self.now
+    }
+    pub fn cpu_count(&self) -> u32 {
+        self.cfg.cpus
+    }
+    /// Root-to-leaf decisions made so far.
+    pub fn decisions(&self) -> u64 {
+        self.decisions
+    }
+    /// Notable events so far (ejections, watchdog, refusals, moves, replies).
+    pub fn log(&self) -> &[LogEntry] {
+        &self.log
+    }
+    pub fn take_log(&mut self) -> Vec<LogEntry> {
+        std::mem::take(&mut self.log)
+    }
+    /// Per-instance results, indexed by `SchedId`, destroyed ones included.
+    pub fn node_results(&self) -> &[NodeResult] {
+        &self.nodes
+    }
+    pub fn sched_by_name(&self, name: &str) -> Option<SchedId> {
+        self.scheds
+            .iter()
+            .position(|s| s.as_ref().is_some_and(|i| i.name == name))
+            .map(|i| SchedId(i as u32))
+    }
+    pub fn sched_name(&self, s: SchedId) -> &str {
+        &self.nodes[s.index()].name
+    }
+    pub fn root(&self) -> Option<SchedId> {
+        self.root
+    }
+    pub fn default_sched(&self) -> Option<SchedId> {
+        self.default
+    }
+    /// The scheduler a thread is attached to now.
+    pub fn thread_sched(&self, t: ThreadId) -> Option<SchedId> {
+        self.threads[t.index()].parent.map(|l| l.parent)
+    }
+    pub fn thread_name(&self, t: ThreadId) -> &str {
+        &self.threads[t.index()].name
+    }
+    /// The thread running on `cpu`, if any.
+    pub fn running(&self, cpu: CpuId) -> Option<ThreadId> {
+        self.cpus[cpu.index()].thread
+    }
+    /// Schedulers ejected so far, in order.
+    pub fn ejected(&self) -> &[SchedId] {
+        &self.ejected
+    }
+    /// The earliest time `advance` has work to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.timers.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    // ----- events from the platform ----------------------------------------
+
+    /// A thread became runnable.
+    pub fn thread_ready(&mut self, p: &mut dyn Platform, now: Instant, t: ThreadId) {
+        self.set_now(now);
+        let thr = &mut self.threads[t.index()];
+        if !thr.alive || thr.runnable {
+            return;
+        }
+        thr.runnable = true;
+        thr.waiting_since = now;
+        thr.starving_reported = false;
+        if let Some(link) = thr.parent {
+            self.deliver_request(link);
+        }
+        self.settle(p);
+    }
+
+    /// A thread blocked (or yielded: block then ready at the same instant).
+    pub fn thread_block(&mut self, p: &mut dyn Platform, now: Instant, t: ThreadId) {
+        self.set_now(now);
+        self.block_inner(t);
+        self.settle(p);
+    }
+
+    /// A thread ended. Its scheduler learns it through `vp_release` (if it
+    /// was runnable) and `unregister_vp`.
+    pub fn thread_exit(&mut self, p: &mut dyn Platform, now: Instant, t: ThreadId) {
+        self.set_now(now);
+        self.block_inner(t);
+        self.detach_thread(t);
+        self.threads[t.index()].alive = false;
+        self.settle(p);
+    }
+
+    /// Fires every dispatcher timer due at or before `now` (policy timers,
+    /// decision horizons, the watchdog), each followed by its consequences.
+    pub fn advance(&mut self, p: &mut dyn Platform, now: Instant) {
+        self.set_now(now);
+        while let Some(&Reverse((at, _, kind))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            match kind {
+                TimerKind::Policy { sched, key, gen } => {
+                    let current = self.inst(sched).and_then(|i| i.timers.get(&key)) == Some(&gen);
+                    if current {
+                        self.inst_mut(sched).unwrap().timers.remove(&key);
+                        self.call(sched, |s, cx| s.timer(cx, key));
+                    }
+                }
+                TimerKind::Horizon { cpu, gen } => {
+                    let c = &self.cpus[cpu as usize];
+                    if c.horizon_gen == gen {
+                        if let Some(depth) = c.path.iter().position(|h| h.until <= now) {
+                            self.mark_dirty(cpu as usize, depth);
+                        }
+                    }
+                }
+                TimerKind::Watchdog => self.watchdog(),
+            }
+            self.settle(p);
+        }
+    }
+
+    /// A message to scheduler `to` from a thread (or the operator when
+    /// `from` is `None`), answered at once. `join` and `leave` are the
+    /// dispatcher's own (Vassal's JOIN): the sender moves to `to` (with the
+    /// message's arguments as attachment parameters) or back to the default.
+    pub fn message(
+        &mut self,
+        p: &mut dyn Platform,
+        now: Instant,
+        from: Option<ThreadId>,
+        to: SchedId,
+        msg: &Msg,
+    ) -> Reply {
+        self.set_now(now);
+        let reply = self.message_inner(from, to, msg);
+        self.settle(p);
+        reply
+    }
+
+    fn message_inner(&mut self, from: Option<ThreadId>, to: SchedId, msg: &Msg) -> Reply {
+        if self.inst(to).is_none() {
+            return Reply::Err(format!("no scheduler {to} (it was destroyed)"));
+        }
+        match (msg.name.as_str(), from) {
+            ("join", Some(t)) => match self.move_thread_inner(t, to, &msg.args) {
+                Ok(()) => Reply::ok(),
+                Err(e) => Reply::Err(e),
+            },
+            ("leave", Some(t)) => match self.default {
+                Some(d) => match self.move_thread_inner(t, d, &hsched_core::Params::new()) {
+                    Ok(()) => Reply::ok(),
+                    Err(e) => Reply::Err(e),
+                },
+                None => Reply::Err("there is no default scheduler".into()),
+            },
+            _ => {
+                let child = from.and_then(|t| {
+                    self.threads[t.index()]
+                        .parent
+                        .filter(|l| l.parent == to)
+                        .map(|l| l.child)
+                });
+                let sender = Sender {
+                    thread: from,
+                    child,
+                };
+                self.call(to, |s, cx| s.msg(cx, sender, msg))
+                    .unwrap_or_else(|| Reply::Err("the scheduler was ejected while answering".into()))
+            }
+        }
+    }
+
+    // ----- internals: time, timers ------------------------------------------
+
+    pub(crate) fn set_now(&mut self, now: Instant) {
+        debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
+        self.now = now.max(self.now);
+        for s in self.scheds.iter_mut().flatten() {
+            s.reschedules = 0;
+        }
+    }
+
+    fn quantize(&self, at: Instant) -> Instant {
+        match self.cfg.tick {
+            Some(tick) if !at.is_never() && tick.as_nanos() > 0 => {
+                let t = tick.as_nanos();
+                Instant(at.as_nanos().div_ceil(t).saturating_mul(t))
+            }
+            _ => at,
+        }
+    }
+
+    pub(crate) fn arm(&mut self, at: Instant, kind: TimerKind) {
+        self.seq += 1;
+        self.timers.push(Reverse((at, self.seq, kind)));
+    }
+
+    pub(crate) fn inst(&self, s: SchedId) -> Option<&Inst> {
+        self.scheds.get(s.index()).and_then(|i| i.as_ref())
+    }
+    pub(crate) fn inst_mut(&mut self, s: SchedId) -> Option<&mut Inst> {
+        self.scheds.get_mut(s.index()).and_then(|i| i.as_mut())
+    }
+
+    // ----- calling policies --------------------------------------------------
+
+    /// Calls one policy callback, then applies its effects and (in checking
+    /// mode) its invariants. `None`: the scheduler is gone or was ejected.
+    pub(crate) fn call<R>(
+        &mut self,
+        s: SchedId,
+        f: impl FnOnce(&mut dyn Scheduler, &mut Cx) -> R,
+    ) -> Option<R> {
+        let (now, cpus, tick) = (self.now, self.cfg.cpus, self.cfg.tick);
+        let inst = self.scheds.get_mut(s.index())?.as_mut()?;
+        let mut cx = Cx::new(now, cpus, tick, &inst.vps, &mut self.effects);
+        let policy = &mut inst.policy;
+        let result = catch_unwind(AssertUnwindSafe(|| f(policy.as_mut(), &mut cx)));
+        let r = match result {
+            Ok(r) => r,
+            Err(panic) => {
+                self.effects.clear();
+                let what = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "a panic".into());
+                self.eject(s, format!("panicked: {what}"));
+                return None;
+            }
+        };
+        self.apply_effects(s);
+        if self.cfg.check_invariants {
+            let inst = self.inst(s)?;
+            if let Err(e) = inst.policy.check_invariants() {
+                self.eject(s, format!("broke its invariants: {e}"));
+                return None;
+            }
+        }
+        self.inst(s)?;
+        Some(r)
+    }
+
+    fn apply_effects(&mut self, s: SchedId) {
+        if self.effects.is_empty() {
+            return;
+        }
+        let mut effects = std::mem::take(&mut self.effects);
+        for e in effects.drain(..) {
+            if self.inst(s).is_none() {
+                break;
+            }
+            if let Err(why) = self.apply_effect(s, e) {
+                self.eject(s, why);
+                break;
+            }
+        }
+        effects.clear();
+        if self.effects.is_empty() {
+            self.effects = effects; // keep the allocation
+        }
+    }
+
+    fn apply_effect(&mut self, s: SchedId, e: Effect) -> Result<(), String> {
+        let is_root = self.root == Some(s);
+        let now = self.now;
+        let inst = self.inst_mut(s).unwrap();
+        let vp_ok = |vp: ParentVp, inst: &Inst| {
+            if vp.index() < inst.vps.len() {
+                Ok(())
+            } else {
+                Err(format!("used {vp}, but holds only {} VPs", inst.vps.len()))
+            }
+        };
+        match e {
+            Effect::SetTimer { key, at } => {
+                let at = self.quantize(at.max(now));
+                self.seq += 1;
+                let gen = self.seq;
+                self.inst_mut(s).unwrap().timers.insert(key, gen);
+                self.arm(at, TimerKind::Policy { sched: s, key, gen });
+            }
+            Effect::CancelTimer { key } => {
+                inst.timers.remove(&key);
+            }
+            Effect::Request(vp) => {
+                vp_ok(vp, inst)?;
+                self.request_vp(s, vp, is_root);
+            }
+            Effect::Release(vp) => {
+                vp_ok(vp, inst)?;
+                self.release_vp(s, vp);
+            }
+            Effect::WantCpus(n) => {
+                let n = (n as usize).min(inst.vps.len());
+                if is_root {
+                    let busy = self
+                        .cpus
+                        .iter()
+                        .filter(|c| !c.path.first().is_some_and(root_declined) || c.dirty.is_some())
+                        .count();
+                    let mut missing = n.saturating_sub(busy);
+                    for cpu in 0..self.cpus.len() {
+                        if missing == 0 {
+                            break;
+                        }
+                        let c = &self.cpus[cpu];
+                        if c.dirty.is_none() && c.path.first().is_some_and(root_declined) {
+                            self.mark_dirty(cpu, 0);
+                            missing -= 1;
+                        }
+                    }
+                } else {
+                    let count = inst.vps.len();
+                    let have = inst
+                        .vps
+                        .iter()
+                        .filter(|v| !matches!(v, VpState::Idle))
+                        .count();
+                    if n > have {
+                        let mut missing = n - have;
+                        for vp in 0..count {
+                            if missing == 0 {
+                                break;
+                            }
+                            if self.inst(s).unwrap().vps[vp] == VpState::Idle {
+                                self.request_vp(s, ParentVp(vp as u32), false);
+                                missing -= 1;
+                            }
+                        }
+                    } else {
+                        let mut surplus = have - n;
+                        for vp in (0..count).rev() {
+                            if surplus == 0 {
+                                break;
+                            }
+                            if self.inst(s).unwrap().vps[vp] == VpState::Requesting {
+                                self.release_vp(s, ParentVp(vp as u32));
+                                surplus -= 1;
+                            }
+                        }
+                    }
+                }
+            }
+            Effect::Reschedule(vp) => {
+                vp_ok(vp, inst)?;
+                if let VpState::Held(cpu) = inst.vps[vp.index()] {
+                    self.count_reschedule(s)?;
+                    self.resched_at(cpu, s);
+                }
+            }
+            Effect::Revoke(child) => {
+                let kid = inst
+                    .kid(child)
+                    .ok_or_else(|| format!("revoked {child}, which is not its child"))?;
+                if let Some(cpu) = kid.running {
+                    self.count_reschedule(s)?;
+                    self.resched_at(cpu, s);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn count_reschedule(&mut self, s: SchedId) -> Result<(), String> {
+        let inst = self.inst_mut(s).unwrap();
+        inst.reschedules += 1;
+        if inst.reschedules > RESCHEDULE_LIMIT {
+            return Err(format!(
+                "asked for more than {RESCHEDULE_LIMIT} reschedules at one instant (livelock)"
+            ));
+        }
+        Ok(())
+    }
+
+    /// Marks the CPU for re-decision from `s`'s grant downwards.
+    pub(crate) fn resched_at(&mut self, cpu: CpuId, s: SchedId) {
+        if let Some(depth) = self.cpus[cpu.index()].path.iter().position(|h| h.sched == s) {
+            self.mark_dirty(cpu.index(), depth);
+        }
+    }
+
+    pub(crate) fn mark_dirty(&mut self, cpu: usize, depth: usize) {
+        let c = &mut self.cpus[cpu];
+        c.dirty = Some(c.dirty.map_or(depth, |d| d.min(depth)));
+    }
+
+    pub(crate) fn request_vp(&mut self, s: SchedId, vp: ParentVp, is_root: bool) {
+        if is_root {
+            let cpu = vp.index();
+            if self.cpus[cpu].path.first().is_some_and(root_declined) {
+                self.mark_dirty(cpu, 0);
+            }
+            return;
+        }
+        let inst = self.inst_mut(s).unwrap();
+        if inst.vps[vp.index()] == VpState::Idle {
+            inst.vps[vp.index()] = VpState::Requesting;
+            if let Some(link) = inst.links[vp.index()] {
+                self.notes.push_back(Note::Request(link));
+            }
+        }
+    }
+
+    pub(crate) fn release_vp(&mut self, s: SchedId, vp: ParentVp) {
+        let inst = self.inst_mut(s).unwrap();
+        match inst.vps[vp.index()] {
+            VpState::Idle => {}
+            VpState::Requesting => {
+                inst.vps[vp.index()] = VpState::Idle;
+                if let Some(link) = inst.links[vp.index()] {
+                    self.notes.push_back(Note::Release(link));
+                }
+            }
+            // Giving back a held CPU is answered at the next decision on it.
+            VpState::Held(cpu) => self.resched_at(cpu, s),
+        }
+    }
+
+    // ----- notifications ------------------------------------------------------
+
+    pub(crate) fn deliver_request(&mut self, link: Link) {
+        let Some(kid) = self.inst_mut(link.parent).and_then(|i| i.kid_mut(link.child)) else {
+            return;
+        };
+        if !kid.runnable {
+            kid.runnable = true;
+            self.call(link.parent, |s, cx| s.vp_request(cx, link.child));
+        }
+    }
+
+    pub(crate) fn deliver_release(&mut self, link: Link) {
+        let Some(kid) = self.inst_mut(link.parent).and_then(|i| i.kid_mut(link.child)) else {
+            return;
+        };
+        if kid.runnable {
+            kid.runnable = false;
+            self.call(link.parent, |s, cx| s.vp_release(cx, link.child));
+        }
+    }
+
+    /// Delivers queued notifications and re-decides dirty CPUs until nothing
+    /// is left to do; then runs the checks.
+    pub(crate) fn settle(&mut self, p: &mut dyn Platform) {
+        loop {
+            while let Some(note) = self.notes.pop_front() {
+                match note {
+                    Note::Request(link) => self.deliver_request(link),
+                    Note::Release(link) => self.deliver_release(link),
+                }
+            }
+            match self.cpus.iter().position(|c| c.dirty.is_some()) {
+                Some(cpu) => self.redecide(cpu),
+                None => break,
+            }
+        }
+        for (cpu, c) in self.cpus.iter_mut().enumerate() {
+            if c.shown != c.thread {
+                c.shown = c.thread;
+                p.set_cpu(self.now, CpuId(cpu as u32), c.thread);
+            }
+        }
+        if self.cfg.check_invariants {
+            if let Err(e) = self.check_structure() {
+                panic!("dispatcher invariant broken at {}: {e}", self.now);
+            }
+        }
+    }
+
+    // ----- accounting and decisions -------------------------------------------
+
+    /// Ends the current run segment on `cpu`: charges every scheduler on the
+    /// path, bottom-up.
+    pub(crate) fn end_segment(&mut self, cpu: usize) {
+        let c = &mut self.cpus[cpu];
+        let ran = self.now.saturating_since(c.since);
+        c.since = self.now;
+        if c.thread.is_none() || ran.is_zero() {
+            return;
+        }
+        let mut path = std::mem::take(&mut self.charge_scratch);
+        path.clear();
+        path.extend(c.path.iter().rev().filter_map(|h| h.child.map(|ch| (h.sched, ch))));
+        for &(s, child) in &path {
+            if self.inst(s).is_none() {
+                continue;
+            }
+            self.nodes[s.index()].received += ran;
+            self.call(s, |p, cx| p.charge(cx, child, ran));
+        }
+        self.charge_scratch = path;
+    }
+
+    /// Marks whatever `hop` gave its CPU to as no longer running there.
+    fn stop_child(&mut self, hop: Hop) {
+        let Some(child) = hop.child else { return };
+        let Some(kid) = self.inst_mut(hop.sched).and_then(|i| i.kid_mut(child)) else {
+            return;
+        };
+        kid.running = None;
+        if let ChildRef::Thread(t) = kid.what {
+            self.set_thread_running(t, None);
+        }
+    }
+
+    pub(crate) fn set_thread_running(&mut self, t: ThreadId, cpu: Option<CpuId>) {
+        let thr = &mut self.threads[t.index()];
+        if thr.running.is_some() && cpu.is_none() && thr.runnable {
+            thr.waiting_since = self.now;
+            thr.starving_reported = false;
+        }
+        thr.running = cpu;
+    }
+
+    /// Takes back the CPU from every grant below `depth` (bottom-up, each
+    /// scheduler hearing `vp_revoke`) and leaves the grant at `depth` empty.
+    pub(crate) fn unwind_below(&mut self, cpu: usize, depth: usize) {
+        while self.cpus[cpu].path.len() > depth + 1 {
+            let hop = self.cpus[cpu].path.pop().unwrap();
+            self.stop_child(hop);
+            if let Some(inst) = self.inst_mut(hop.sched) {
+                inst.vps[hop.vp.index()] = VpState::Requesting;
+                self.call(hop.sched, |s, cx| s.vp_revoke(cx, hop.vp, CpuId(cpu as u32)));
+            }
+            // The parent's grant to this VP ended too.
+            let parent = self.cpus[cpu].path.last().copied();
+            if let Some(parent) = parent {
+                if let Some(kid) = parent
+                    .child
+                    .and_then(|c| self.inst_mut(parent.sched).and_then(|i| i.kid_mut(c)))
+                {
+                    kid.running = None;
+                }
+            }
+        }
+        if let Some(hop) = self.cpus[cpu].path.get(depth).copied() {
+            self.stop_child(hop);
+            self.cpus[cpu].path[depth].child = None;
+        }
+        self.cpus[cpu].thread = None;
+    }
+
+    fn redecide(&mut self, cpu: usize) {
+        let depth = self.cpus[cpu].dirty.take().unwrap();
+        self.end_segment(cpu);
+        if depth < self.cpus[cpu].path.len() {
+            self.unwind_below(cpu, depth);
+            self.descend(cpu);
+        }
+        self.cpus[cpu].since = self.now;
+        let deadline = self.cpus[cpu]
+            .path
+            .iter()
+            .map(|h| h.until)
+            .min()
+            .unwrap_or(Instant::NEVER);
+        self.cpus[cpu].horizon_gen += 1;
+        if !deadline.is_never() {
+            let gen = self.cpus[cpu].horizon_gen;
+            let at = self.quantize(deadline);
+            self.arm(at, TimerKind::Horizon { cpu: cpu as u32, gen });
+        }
+    }
+
+    /// Asks the scheduler at the bottom of `cpu`'s path what to do with the
+    /// CPU, and follows the answer down to a thread, an idle CPU, or back up
+    /// (a `Release` hands the CPU to the parent, which decides instead).
+    fn descend(&mut self, cpu: usize) {
+        self.decisions += 1;
+        let cpu_id = CpuId(cpu as u32);
+        loop {
+            let Some(&hop) = self.cpus[cpu].path.last() else { return };
+            let s = hop.sched;
+            let Some(answer) = self.call(s, |p, cx| p.vp_grant(cx, hop.vp, cpu_id)) else {
+                return; // ejected: the CPU was marked for re-decision above it
+            };
+            if self.cpus[cpu].path.last().map(|h| (h.sched, h.vp)) != Some((s, hop.vp)) {
+                return; // the path changed under the callback (ejection below)
+            }
+            if let Err(why) = self.validate(s, answer) {
+                self.eject(s, why);
+                return;
+            }
+            let last = self.cpus[cpu].path.len() - 1;
+            match answer {
+                Dispatch::Run { child, until } => {
+                    let inst = self.inst_mut(s).unwrap();
+                    let kid = inst.kid_mut(child).unwrap();
+                    kid.running = Some(cpu_id);
+                    let what = kid.what;
+                    self.cpus[cpu].path[last].child = Some(child);
+                    self.cpus[cpu].path[last].until = until;
+                    match what {
+                        ChildRef::Thread(t) => {
+                            self.cpus[cpu].thread = Some(t);
+                            self.set_thread_running(t, Some(cpu_id));
+                            return;
+                        }
+                        ChildRef::Vp(c, vp) => {
+                            self.inst_mut(c).unwrap().vps[vp.index()] = VpState::Held(cpu_id);
+                            self.cpus[cpu].path.push(Hop {
+                                sched: c,
+                                vp,
+                                child: None,
+                                until: Instant::NEVER,
+                            });
+                        }
+                    }
+                }
+                Dispatch::Idle { until } => {
+                    self.cpus[cpu].path[last].child = None;
+                    self.cpus[cpu].path[last].until = until;
+                    return;
+                }
+                Dispatch::Release if last == 0 => {
+                    self.cpus[cpu].path[0].child = None;
+                    self.cpus[cpu].path[0].until = Instant::NEVER;
+                    return;
+                }
+                Dispatch::Release => {
+                    self.cpus[cpu].path.pop();
+                    self.inst_mut(s).unwrap().vps[hop.vp.index()] = VpState::Idle;
+                    let parent = self.cpus[cpu].path[last - 1];
+                    let pc = parent.child.expect("a non-root hop has a parent grant");
+                    self.cpus[cpu].path[last - 1].child = None;
+                    self.cpus[cpu].path[last - 1].until = Instant::NEVER;
+                    let kid = self.inst_mut(parent.sched).unwrap().kid_mut(pc).unwrap();
+                    kid.running = None;
+                    kid.runnable = false;
+                    self.call(parent.sched, |p, cx| p.vp_release(cx, pc));
+                    // Loop: the parent decides for the CPU now.
+                }
+            }
+        }
+    }
+
+    fn validate(&self, s: SchedId, answer: Dispatch) -> Result<(), String> {
+        let inst = self.inst(s).unwrap();
+        match answer {
+            Dispatch::Run { child, until } => {
+                let kid = inst
+                    .kid(child)
+                    .ok_or_else(|| format!("granted {child}, which is not its child"))?;
+                if !kid.runnable {
+                    return Err(format!("granted {child}, which did not request a CPU"));
+                }
+                if let Some(other) = kid.running {
+                    return Err(format!("granted {child}, which is already running on {other}"));
+                }
+                if until <= self.now {
+                    return Err(format!("answered a grant with a horizon in the past ({until})"));
+                }
+            }
+            Dispatch::Idle { until } => {
+                if until <= self.now {
+                    return Err(format!("answered a grant with a horizon in the past ({until})"));
+                }
+            }
+            Dispatch::Release => {}
+        }
+        Ok(())
+    }
+
+    fn block_inner(&mut self, t: ThreadId) {
+        let thr = &mut self.threads[t.index()];
+        if !thr.alive || !thr.runnable {
+            return;
+        }
+        thr.runnable = false;
+        let running = thr.running;
+        let Some(link) = thr.parent else { return };
+        if let Some(cpu) = running {
+            self.end_segment(cpu.index());
+            let depth = self.cpus[cpu.index()].path.len() - 1;
+            self.unwind_below(cpu.index(), depth);
+            self.mark_dirty(cpu.index(), depth);
+        }
+        self.deliver_release(link);
+    }
+
+    // ----- watchdog -------------------------------------------------------------
+
+    fn watchdog(&mut self) {
+        let Some(bound) = self.cfg.watchdog else { return };
+        let now = self.now;
+        for i in 0..self.threads.len() {
+            let thr = &self.threads[i];
+            if !(thr.alive && thr.runnable && thr.running.is_none() && !thr.starving_reported) {
+                continue;
+            }
+            let waited = now.saturating_since(thr.waiting_since);
+            if waited <= bound {
+                continue;
+            }
+            self.threads[i].starving_reported = true;
+            let name = self.threads[i].name.clone();
+            match self.starvation_culprit(ThreadId(i as u32)) {
+                Some(s) => {
+                    let why = format!("starved thread `{name}` for {waited} (watchdog bound {bound})");
+                    self.record(LogKind::Watchdog, why.clone());
+                    self.eject(s, why);
+                }
+                None => self.record(
+                    LogKind::Watchdog,
+                    format!("thread `{name}` waited {waited} under the default scheduler (bound {bound})"),
+                ),
+            }
+        }
+        self.arm(now.saturating_add(half(bound)), TimerKind::Watchdog);
+    }
+
+    /// The scheduler to blame for a starving thread: going up from the
+    /// thread, the first scheduler that holds a CPU and still does not run
+    /// the thread's branch. The default scheduler is never blamed (it is
+    /// where threads go after an ejection).
+    fn starvation_culprit(&self, t: ThreadId) -> Option<SchedId> {
+        let mut link = self.threads[t.index()].parent?;
+        loop {
+            let inst = self.inst(link.parent)?;
+            let holds = inst.vps.iter().any(|v| matches!(v, VpState::Held(_)));
+            if holds {
+                return (Some(link.parent) != self.default).then_some(link.parent);
+            }
+            link = inst.links.iter().flatten().next().copied()?;
+        }
+    }
+
+    pub(crate) fn record(&mut self, kind: LogKind, text: String) {
+        self.log.push(LogEntry {
+            at: self.now,
+            kind,
+            text,
+        });
+    }
+
+    // ----- structural checks ------------------------------------------------------
+
+    /// The dispatcher's own invariants: every CPU's path is a chain of valid
+    /// grants from the root to at most one thread; every running child
+    /// appears on exactly the path of its CPU; no thread runs on two CPUs.
+    pub fn check_structure(&self) -> Result<(), String> {
+        let mut running_threads = vec![None; self.threads.len()];
+        for (cpu, c) in self.cpus.iter().enumerate() {
+            let cpu_id = CpuId(cpu as u32);
+            if self.root.is_none() {
+                continue;
+            }
+            let first = c.path.first().ok_or_else(|| format!("cpu{cpu}: empty path"))?;
+            if Some(first.sched) != self.root || first.vp != ParentVp(cpu as u32) {
+                return Err(format!("cpu{cpu}: path does not start at the root's VP {cpu}"));
+            }
+            for (k, hop) in c.path.iter().enumerate() {
+                let inst = self
+                    .inst(hop.sched)
+                    .ok_or_else(|| format!("cpu{cpu}: path holds destroyed {}", hop.sched))?;
+                if k > 0 && inst.vps[hop.vp.index()] != VpState::Held(cpu_id) {
+                    return Err(format!("cpu{cpu}: {} {} is on the path but not held", inst.name, hop.vp));
+                }
+                let Some(child) = hop.child else {
+                    if k + 1 != c.path.len() || c.thread.is_some() {
+                        return Err(format!("cpu{cpu}: an idle grant is not the last"));
+                    }
+                    continue;
+                };
+                let kid = inst
+                    .kid(child)
+                    .ok_or_else(|| format!("cpu{cpu}: {} runs unknown {child}", inst.name))?;
+                if kid.running != Some(cpu_id) || !kid.runnable {
+                    return Err(format!(
+                        "cpu{cpu}: {} {child} on the path is not runnable+running here",
+                        inst.name
+                    ));
+                }
+                match kid.what {
+                    ChildRef::Thread(t) => {
+                        if k + 1 != c.path.len() || c.thread != Some(t) {
+                            return Err(format!("cpu{cpu}: thread grant is not the leaf"));
+                        }
+                        let thr = &self.threads[t.index()];
+                        if !thr.runnable || thr.running != Some(cpu_id) {
+                            return Err(format!("cpu{cpu}: thread {} is not runnable+running", thr.name));
+                        }
+                        if running_threads[t.index()].replace(cpu).is_some() {
+                            return Err(format!("thread {} runs on two CPUs", thr.name));
+                        }
+                    }
+                    ChildRef::Vp(cs, cvp) => {
+                        let next = c.path.get(k + 1).ok_or_else(|| format!("cpu{cpu}: path ends at a VP grant"))?;
+                        if (next.sched, next.vp) != (cs, cvp) {
+                            return Err(format!("cpu{cpu}: path does not follow the grant"));
+                        }
+                    }
+                }
+            }
+        }
+        for (i, thr) in self.threads.iter().enumerate() {
+            if thr.running.is_some() != running_threads[i].is_some() {
+                return Err(format!("thread {} thinks it runs but no CPU path says so", thr.name));
+            }
+        }
+        for (s, inst) in self.scheds.iter().enumerate() {
+            let Some(inst) = inst else { continue };
+            for (c, kid) in inst.children.iter().enumerate() {
+                let Some(kid) = kid else { continue };
+                if let Some(cpu) = kid.running {
+                    let on_path = self.cpus[cpu.index()]
+                        .path
+                        .iter()
+                        .any(|h| h.sched == SchedId(s as u32) && h.child == Some(ChildId(c as u32)));
+                    if !on_path {
+                        return Err(format!("{} child{c} marked running on {cpu} but not on its path", inst.name));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The root declined the CPU (nothing to run): a request may wake it.
+fn root_declined(hop: &Hop) -> bool {
+    hop.child.is_none() && hop.until.is_never()
+}
+
+fn half(d: Duration) -> Duration {
+    Duration((d.as_nanos() / 2).max(1))
+}

@@ -1,0 +1,535 @@
+//! Changing the hierarchy while threads run: create, attach, detach,
+//! destroy, eject; threads join, move and leave.
+//!
+//! The rule that keeps this safe: no thread is ever lost. A thread whose
+//! scheduler goes away (destroyed, ejected, or cut off from the root by
+//! either) returns to the default scheduler, keeping its state: a runnable
+//! thread is runnable there at once. If the default scheduler itself goes
+//! away, a fresh `rr` takes its place under a built-in fixed-priority
+//! `machine` root that gives the old hierarchy precedence, as Vassal lets
+//! the native scheduler run whatever the loaded one leaves.
+
+use crate::dispatcher::{ChildRef, Dispatcher, Hop, Inst, Link, Platform, Thr};
+use hsched_core::{ChildId, Cx, Instant, Params, ParentVp, SchedId, ThreadId, Value, VpState};
+use hsched_model::{LogKind, NodeResult};
+use std::collections::{BinaryHeap, HashMap};
+
+/// One attachment of an instance under a parent.
+#[derive(Clone, Debug)]
+pub struct AttachLink {
+    pub parent: SchedId,
+    /// VPs registered with that parent.
+    pub vps: u32,
+    /// Attachment parameters, checked against the parent's child parameters.
+    pub params: Params,
+}
+
+impl Dispatcher {
+    /// Creates an instance of `policy` with `vps` virtual processors,
+    /// detached. Calls `init`.
+    pub fn create(&mut self, name: &str, policy: &str, params: &Params, vps: u32) -> Result<SchedId, String> {
+        if self.sched_by_name(name).is_some() {
+            return Err(format!("a scheduler named `{name}` already exists"));
+        }
+        if vps == 0 {
+            return Err(format!("scheduler `{name}` needs at least one VP"));
+        }
+        let info = hsched_policies::find(policy).ok_or_else(|| {
+            let known: Vec<&str> = hsched_policies::registry().iter().map(|p| p.name).collect();
+            format!("unknown policy `{policy}` (known: {})", known.join(", "))
+        })?;
+        let instance = hsched_policies::build(policy, params).map_err(|e| format!("scheduler `{name}`: {e}"))?;
+        let id = SchedId(self.scheds.len() as u32);
+        self.scheds.push(Some(Inst {
+            name: name.to_string(),
+            policy: instance,
+            info,
+            child_specs: (info.child_params)(),
+            vps: vec![VpState::Idle; vps as usize],
+            links: vec![None; vps as usize],
+            children: Vec::new(),
+            free_children: BinaryHeap::new(),
+            live_children: 0,
+            timers: HashMap::new(),
+            reschedules: 0,
+        }));
+        self.nodes.push(NodeResult {
+            name: name.to_string(),
+            policy: policy.to_string(),
+            received: Default::default(),
+            alive: true,
+        });
+        self.call(id, |s, cx| s.init(cx));
+        Ok(id)
+    }
+
+    /// Creates the root: an instance holding one VP per physical CPU.
+    pub fn create_root(&mut self, name: &str, policy: &str, params: &Params) -> Result<SchedId, String> {
+        if let Some(r) = self.root {
+            return Err(format!("there is already a root, `{}`", self.sched_name(r)));
+        }
+        let s = self.create(name, policy, params, self.cfg.cpus)?;
+        self.install_root(s);
+        Ok(s)
+    }
+
+    fn install_root(&mut self, s: SchedId) {
+        self.root = Some(s);
+        let cpus = self.cfg.cpus;
+        let inst = self.inst_mut(s).unwrap();
+        inst.vps = (0..cpus).map(|c| VpState::Held(hsched_core::CpuId(c))).collect();
+        inst.links = vec![None; cpus as usize];
+        for cpu in 0..cpus as usize {
+            self.cpus[cpu].path.clear();
+            self.cpus[cpu].path.push(Hop {
+                sched: s,
+                vp: ParentVp(cpu as u32),
+                child: None,
+                until: Instant::NEVER,
+            });
+            self.mark_dirty(cpu, 0);
+        }
+    }
+
+    /// Names the scheduler threads return to.
+    pub fn set_default(&mut self, s: SchedId) {
+        self.default = Some(s);
+    }
+
+    /// Attaches a detached instance under its parents. Admission happens at
+    /// each parent (`register_vp`); if any refuses, nothing is attached and
+    /// the refusal is returned. VPs that want a CPU are requested at once.
+    pub fn attach(&mut self, p: &mut dyn Platform, now: Instant, s: SchedId, links: &[AttachLink]) -> Result<(), String> {
+        self.set_now(now);
+        let r = self.attach_inner(s, links);
+        self.settle(p);
+        r
+    }
+
+    pub(crate) fn attach_inner(&mut self, s: SchedId, links: &[AttachLink]) -> Result<(), String> {
+        let inst = self.inst(s).ok_or_else(|| format!("no scheduler {s}"))?;
+        let name = inst.name.clone();
+        if Some(s) == self.root {
+            return Err(format!("`{name}` is the root; it has no parents"));
+        }
+        if inst.links.iter().any(|l| l.is_some()) {
+            return Err(format!("`{name}` is already attached; detach it first"));
+        }
+        let total: u32 = links.iter().map(|l| l.vps).sum();
+        if total as usize != inst.vps.len() {
+            return Err(format!("`{name}` has {} VPs but the links give {total}", inst.vps.len()));
+        }
+        if links.len() as u32 > inst.info.max_parents {
+            return Err(format!(
+                "`{name}` ({}) takes at most {} parent(s), got {}",
+                inst.info.name,
+                inst.info.max_parents,
+                links.len()
+            ));
+        }
+        // Check everything before registering anything.
+        let mut resolved = Vec::new();
+        for l in links {
+            let parent = self.inst(l.parent).ok_or_else(|| format!("parent {} does not exist", l.parent))?;
+            if l.parent == s || self.is_descendant(l.parent, s) {
+                return Err(format!("attaching `{name}` under `{}` would make a cycle", parent.name));
+            }
+            let params = l
+                .params
+                .resolve(&parent.child_specs)
+                .map_err(|e| format!("attaching `{name}` under `{}`: {e}", parent.name))?;
+            resolved.push(params);
+        }
+        let mut done: Vec<Link> = Vec::new();
+        let mut vp = 0u32;
+        for (l, params) in links.iter().zip(&resolved) {
+            for _ in 0..l.vps {
+                match self.register(l.parent, ChildRef::Vp(s, ParentVp(vp)), params) {
+                    Ok(child) => {
+                        let link = Link { parent: l.parent, child };
+                        self.inst_mut(s).unwrap().links[vp as usize] = Some(link);
+                        done.push(link);
+                    }
+                    Err(e) => {
+                        for (i, link) in done.iter().enumerate() {
+                            self.unregister(*link);
+                            self.inst_mut(s).unwrap().links[i] = None;
+                        }
+                        return Err(format!("`{}` refused `{name}`: {e}", self.sched_name(l.parent)));
+                    }
+                }
+                vp += 1;
+            }
+        }
+        // VPs that already wanted a CPU ask their new parents now.
+        let inst = self.inst(s).unwrap();
+        let wanting: Vec<Link> = inst
+            .vps
+            .iter()
+            .zip(&inst.links)
+            .filter(|(v, _)| **v == VpState::Requesting)
+            .filter_map(|(_, l)| *l)
+            .collect();
+        for link in wanting {
+            self.deliver_request(link);
+        }
+        Ok(())
+    }
+
+    /// Whether `x` is below `ancestor` in the hierarchy.
+    fn is_descendant(&self, x: SchedId, ancestor: SchedId) -> bool {
+        let mut stack = vec![x];
+        let mut seen = vec![false; self.scheds.len()];
+        while let Some(s) = stack.pop() {
+            if s == ancestor {
+                return true;
+            }
+            if std::mem::replace(&mut seen[s.index()], true) {
+                continue;
+            }
+            if let Some(inst) = self.inst(s) {
+                stack.extend(inst.links.iter().flatten().map(|l| l.parent));
+            }
+        }
+        false
+    }
+
+    /// Registers a child at `parent` (admission). Attachment parameters must
+    /// be resolved already.
+    fn register(&mut self, parent: SchedId, what: ChildRef, params: &Params) -> Result<ChildId, String> {
+        let inst = self.inst_mut(parent).ok_or("the parent is gone")?;
+        if inst.live_children >= inst.info.max_children {
+            return Err(format!("{} takes at most {} child(ren)", inst.info.name, inst.info.max_children));
+        }
+        let child = inst.alloc_child(what);
+        match self.call(parent, |s, cx| s.register_vp(cx, child, params)) {
+            Some(Ok(())) => Ok(child),
+            Some(Err(reject)) => {
+                if let Some(inst) = self.inst_mut(parent) {
+                    inst.free_child(child);
+                }
+                Err(reject.0)
+            }
+            None => Err("the parent was ejected".into()),
+        }
+    }
+
+    /// Removes a child from its parent (`unregister_vp`), re-deciding the CPU
+    /// it was running on.
+    fn unregister(&mut self, link: Link) {
+        let Some(kid) = self.inst(link.parent).and_then(|i| i.kid(link.child)).copied() else {
+            return;
+        };
+        if let Some(cpu) = kid.running {
+            self.end_segment(cpu.index());
+            let depth = self.cpus[cpu.index()]
+                .path
+                .iter()
+                .position(|h| h.sched == link.parent)
+                .expect("a running child's parent is on the CPU path");
+            self.unwind_below(cpu.index(), depth);
+            self.mark_dirty(cpu.index(), depth);
+        }
+        self.inst_mut(link.parent).unwrap().free_child(link.child);
+        self.call(link.parent, |s, cx| s.unregister_vp(cx, link.child));
+    }
+
+    /// Detaches an instance from all its parents. It keeps its children and
+    /// their state but receives no CPU until attached again.
+    pub fn detach(&mut self, p: &mut dyn Platform, now: Instant, s: SchedId) -> Result<(), String> {
+        self.set_now(now);
+        if Some(s) == self.root {
+            return Err("the root cannot be detached".into());
+        }
+        let inst = self.inst(s).ok_or_else(|| format!("no scheduler {s}"))?;
+        let links: Vec<(usize, Link)> = inst.links.iter().enumerate().filter_map(|(i, l)| l.map(|l| (i, l))).collect();
+        for (vp, link) in links {
+            if let VpState::Held(cpu) = self.inst(s).unwrap().vps[vp] {
+                // Take the CPU back below the parent's grant first.
+                self.end_segment(cpu.index());
+                if let Some(depth) = self.cpus[cpu.index()].path.iter().position(|h| h.sched == s) {
+                    self.unwind_below(cpu.index(), depth - 1);
+                    self.mark_dirty(cpu.index(), depth - 1);
+                }
+            }
+            let inst = self.inst_mut(s).unwrap();
+            inst.links[vp] = None;
+            if inst.vps[vp] != VpState::Idle {
+                inst.vps[vp] = VpState::Requesting;
+            }
+            self.unregister(link);
+        }
+        self.settle(p);
+        Ok(())
+    }
+
+    /// Destroys an instance in an orderly way (`deinit` is called). Its
+    /// threads return to the default scheduler; child schedulers left with
+    /// no parent are destroyed too.
+    pub fn destroy(&mut self, p: &mut dyn Platform, now: Instant, s: SchedId) -> Result<(), String> {
+        self.set_now(now);
+        if self.inst(s).is_none() {
+            return Err(format!("no scheduler {s}"));
+        }
+        self.remove_tree(s, true);
+        self.settle(p);
+        Ok(())
+    }
+
+    /// Ejects a scheduler that broke the protocol: logged with the reason,
+    /// removed without further calls to it, its threads sent to the default.
+    pub(crate) fn eject(&mut self, s: SchedId, why: String) {
+        let Some(inst) = self.inst(s) else { return };
+        let text = format!("ejected `{}` ({}): {why}", inst.name, inst.info.name);
+        self.record(LogKind::Eject, text);
+        self.ejected.push(s);
+        self.remove_tree(s, false);
+    }
+
+    /// Removes `s` and every instance left without a parent because of it;
+    /// re-homes their threads afterwards.
+    fn remove_tree(&mut self, s: SchedId, orderly: bool) {
+        let mut orphans = Vec::new();
+        self.remove_one(s, orderly, &mut orphans);
+        self.ensure_default();
+        let default = self.default.expect("ensure_default made one");
+        for t in orphans {
+            let name = self.threads[t.index()].name.clone();
+            match self.register(default, ChildRef::Thread(t), &self.default_params()) {
+                Ok(child) => {
+                    self.threads[t.index()].parent = Some(Link { parent: default, child });
+                    self.record(LogKind::Moved, format!("thread `{name}` returned to the default scheduler"));
+                    if self.threads[t.index()].runnable {
+                        self.deliver_request(Link { parent: default, child });
+                    }
+                }
+                Err(e) => self.record(
+                    LogKind::Refused,
+                    format!("the default scheduler refused thread `{name}`: {e}; it waits unattached"),
+                ),
+            }
+        }
+    }
+
+    fn default_params(&self) -> Params {
+        Params::new()
+            .resolve(&self.inst(self.default.unwrap()).unwrap().child_specs)
+            .unwrap_or_default()
+    }
+
+    fn remove_one(&mut self, s: SchedId, orderly: bool, orphans: &mut Vec<ThreadId>) {
+        if self.inst(s).is_none() {
+            return;
+        }
+        // 1. Cut it out of every CPU path.
+        for cpu in 0..self.cpus.len() {
+            let Some(depth) = self.cpus[cpu].path.iter().position(|h| h.sched == s) else {
+                continue;
+            };
+            self.end_segment(cpu);
+            // end_segment may have ejected something on this path.
+            let Some(depth2) = self.cpus[cpu].path.iter().position(|h| h.sched == s) else {
+                continue;
+            };
+            debug_assert!(depth2 <= depth);
+            self.unwind_below(cpu, depth2);
+            self.cpus[cpu].path.pop();
+            if depth2 > 0 {
+                let parent = self.cpus[cpu].path[depth2 - 1];
+                if let Some(kid) = parent.child.and_then(|c| self.inst_mut(parent.sched).and_then(|i| i.kid_mut(c))) {
+                    kid.running = None;
+                }
+                self.cpus[cpu].path[depth2 - 1].child = None;
+                self.mark_dirty(cpu, depth2 - 1);
+            } else {
+                self.cpus[cpu].dirty = None;
+            }
+        }
+        // 2. Leave the parents.
+        let inst = self.inst(s).unwrap();
+        let links: Vec<Link> = inst.links.iter().flatten().copied().collect();
+        let children: Vec<ChildRef> = inst.children.iter().flatten().map(|k| k.what).collect();
+        for link in links {
+            if let Some(kid) = self.inst_mut(link.parent).and_then(|i| i.kid_mut(link.child)) {
+                kid.runnable = false;
+                kid.running = None;
+            }
+            self.unregister(link);
+        }
+        // 3. Children: threads are re-homed, schedulers lose this parent.
+        let mut lost = Vec::new();
+        for what in children {
+            match what {
+                ChildRef::Thread(t) => {
+                    self.threads[t.index()].parent = None;
+                    orphans.push(t);
+                }
+                ChildRef::Vp(c, vp) => {
+                    if let Some(ci) = self.inst_mut(c) {
+                        ci.links[vp.index()] = None;
+                        if ci.vps[vp.index()] != VpState::Idle {
+                            ci.vps[vp.index()] = VpState::Requesting;
+                        }
+                        if ci.links.iter().all(|l| l.is_none()) {
+                            lost.push(c);
+                        }
+                    }
+                }
+            }
+        }
+        // 4. Say goodbye (orderly only), then drop it.
+        if orderly {
+            self.call(s, |p, cx: &mut Cx| p.deinit(cx));
+        }
+        if let Some(inst) = self.scheds[s.index()].take() {
+            drop(inst);
+        }
+        self.nodes[s.index()].alive = false;
+        if self.root == Some(s) {
+            self.root = None;
+        }
+        if self.default == Some(s) {
+            self.default = None;
+        }
+        lost.dedup();
+        for c in lost {
+            self.remove_one(c, orderly, orphans);
+        }
+    }
+
+    /// Makes sure there is a root and a default scheduler (see the module
+    /// documentation for the fallback).
+    fn ensure_default(&mut self) {
+        if self.default.is_some() && self.root.is_some() {
+            return;
+        }
+        let fresh_name = |d: &Dispatcher, base: &str| {
+            (0..)
+                .map(|i| if i == 0 { base.to_string() } else { format!("{base}-{i}") })
+                .find(|n| d.sched_by_name(n).is_none())
+                .unwrap()
+        };
+        let cpus = self.cfg.cpus;
+        let rr_name = fresh_name(self, "default");
+        let rr = self
+            .create(&rr_name, "rr", &Params::new(), cpus)
+            .expect("the built-in rr policy builds with defaults");
+        match self.root {
+            None => {
+                self.install_root(rr);
+            }
+            Some(old_root) => {
+                // A new fixed-priority root over the old hierarchy (high) and
+                // the fresh default (low).
+                let machine_name = fresh_name(self, "machine");
+                let machine = self
+                    .create(&machine_name, "fp", &Params::new(), cpus)
+                    .expect("the built-in fp policy builds with defaults");
+                self.promote_root(old_root, machine);
+                let hi = Params::new().with("prio", Value::Int(1));
+                let lo = Params::new().with("prio", Value::Int(0));
+                for (child, params) in [(old_root, hi), (rr, lo)] {
+                    let link = AttachLink { parent: machine, vps: cpus, params };
+                    if let Err(e) = self.attach_inner(child, &[link]) {
+                        self.record(LogKind::Refused, format!("re-creating the default scheduler: {e}"));
+                    }
+                }
+            }
+        }
+        self.default = Some(rr);
+        self.record(LogKind::Moved, format!("`{rr_name}` (rr) is now the default scheduler"));
+    }
+
+    /// Puts `new_root` above `old_root`: the old root's CPU grants become
+    /// requests towards the new one.
+    fn promote_root(&mut self, old_root: SchedId, new_root: SchedId) {
+        for cpu in 0..self.cpus.len() {
+            self.end_segment(cpu);
+            self.unwind_below(cpu, 0);
+            self.cpus[cpu].path.clear();
+        }
+        let inst = self.inst_mut(old_root).unwrap();
+        for v in inst.vps.iter_mut() {
+            *v = VpState::Requesting;
+        }
+        self.root = None;
+        self.install_root(new_root);
+    }
+
+    // ----- threads -----------------------------------------------------------
+
+    /// Adds a thread under `parent` with attachment `params`. If `parent`
+    /// refuses it (admission), the thread goes to the default scheduler and
+    /// the refusal is logged and returned with the id.
+    pub fn add_thread(&mut self, name: &str, parent: SchedId, params: &Params) -> (ThreadId, Result<(), String>) {
+        let t = ThreadId(self.threads.len() as u32);
+        self.threads.push(Thr {
+            name: name.to_string(),
+            parent: None,
+            runnable: false,
+            running: None,
+            alive: true,
+            waiting_since: self.now,
+            starving_reported: false,
+        });
+        let result = self.attach_thread(t, parent, params);
+        if let Err(e) = &result {
+            self.record(LogKind::Refused, format!("thread `{name}`: {e}; it runs under the default scheduler"));
+            if let Some(d) = self.default {
+                let params = self.default_params();
+                if let Ok(child) = self.register(d, ChildRef::Thread(t), &params) {
+                    self.threads[t.index()].parent = Some(Link { parent: d, child });
+                }
+            }
+        }
+        (t, result)
+    }
+
+    fn attach_thread(&mut self, t: ThreadId, parent: SchedId, params: &Params) -> Result<(), String> {
+        let inst = self.inst(parent).ok_or_else(|| format!("no scheduler {parent}"))?;
+        let pname = inst.name.clone();
+        let params = params.resolve(&inst.child_specs).map_err(|e| format!("under `{pname}`: {e}"))?;
+        let child = self
+            .register(parent, ChildRef::Thread(t), &params)
+            .map_err(|e| format!("`{pname}` refused it: {e}"))?;
+        self.threads[t.index()].parent = Some(Link { parent, child });
+        Ok(())
+    }
+
+    /// Moves a thread to another scheduler. Admission at the new one comes
+    /// first: if refused, the thread stays where it was.
+    pub fn move_thread(&mut self, p: &mut dyn Platform, now: Instant, t: ThreadId, to: SchedId, params: &Params) -> Result<(), String> {
+        self.set_now(now);
+        let r = self.move_thread_inner(t, to, params);
+        self.settle(p);
+        r
+    }
+
+    pub(crate) fn move_thread_inner(&mut self, t: ThreadId, to: SchedId, params: &Params) -> Result<(), String> {
+        if !self.threads[t.index()].alive {
+            return Err("the thread has exited".into());
+        }
+        let old = self.threads[t.index()].parent;
+        self.attach_thread(t, to, params)?;
+        if let Some(old) = old {
+            if let Some(kid) = self.inst_mut(old.parent).and_then(|i| i.kid_mut(old.child)) {
+                kid.runnable = false;
+            }
+            self.unregister(old);
+        }
+        let name = self.threads[t.index()].name.clone();
+        self.record(LogKind::Moved, format!("thread `{name}` moved to `{}`", self.sched_name(to)));
+        let link = self.threads[t.index()].parent.unwrap();
+        if self.threads[t.index()].runnable {
+            self.deliver_request(link);
+        }
+        Ok(())
+    }
+
+    /// Removes an exited thread from its scheduler.
+    pub(crate) fn detach_thread(&mut self, t: ThreadId) {
+        if let Some(link) = self.threads[t.index()].parent.take() {
+            self.unregister(link);
+        }
+    }
+}
