@@ -177,6 +177,10 @@ pub struct Dispatcher {
     pub(crate) log: Vec<LogEntry>,
     pub(crate) decisions: u64,
     pub(crate) ejected: Vec<SchedId>,
+    /// Policies made available beyond the built-in registry.
+    pub(crate) plugins: Vec<&'static PolicyInfo>,
+    /// Dispatcher timers fired (horizons, policy timers, watchdog).
+    pub(crate) fired: u64,
 }
 
 impl Dispatcher {
@@ -208,6 +212,8 @@ impl Dispatcher {
             log: Vec::new(),
             decisions: 0,
             ejected: Vec::new(),
+            plugins: Vec::new(),
+            fired: 0,
         };
         if let Some(bound) = d.cfg.watchdog {
             d.arm(Instant::ZERO.saturating_add(half(bound)), TimerKind::Watchdog);
@@ -226,6 +232,10 @@ impl Dispatcher {
     /// Root-to-leaf decisions made so far.
     pub fn decisions(&self) -> u64 {
         self.decisions
+    }
+    /// Dispatcher timers fired so far (each one an event of the run).
+    pub fn timers_fired(&self) -> u64 {
+        self.fired
     }
     /// Notable events so far (ejections, watchdog, refusals, moves, replies).
     pub fn log(&self) -> &[LogEntry] {
@@ -321,6 +331,7 @@ impl Dispatcher {
                 TimerKind::Policy { sched, key, gen } => {
                     let current = self.inst(sched).and_then(|i| i.timers.get(&key)) == Some(&gen);
                     if current {
+                        self.fired += 1;
                         self.inst_mut(sched).unwrap().timers.remove(&key);
                         self.call(sched, |s, cx| s.timer(cx, key));
                     }
@@ -328,12 +339,16 @@ impl Dispatcher {
                 TimerKind::Horizon { cpu, gen } => {
                     let c = &self.cpus[cpu as usize];
                     if c.horizon_gen == gen {
+                        self.fired += 1;
                         if let Some(depth) = c.path.iter().position(|h| h.until <= now) {
                             self.mark_dirty(cpu as usize, depth);
                         }
                     }
                 }
-                TimerKind::Watchdog => self.watchdog(),
+                TimerKind::Watchdog => {
+                    self.fired += 1;
+                    self.watchdog();
+                }
             }
             self.settle(p);
         }
@@ -929,19 +944,26 @@ impl Dispatcher {
         self.arm(now.saturating_add(half(bound)), TimerKind::Watchdog);
     }
 
-    /// The scheduler to blame for a starving thread: going up from the
-    /// thread, the first scheduler that holds a CPU and still does not run
-    /// the thread's branch. The default scheduler is never blamed (it is
-    /// where threads go after an ejection).
+    /// The scheduler to blame for a starving thread. Going up from the
+    /// thread: a scheduler that holds a CPU and does not run the thread's
+    /// branch is to blame, and so is one that asks for no CPU although the
+    /// branch is runnable; one that asks but is not granted passes the blame
+    /// up. The default scheduler is never blamed (it is where threads go
+    /// after an ejection): the starvation is then only logged.
     fn starvation_culprit(&self, t: ThreadId) -> Option<SchedId> {
         let mut link = self.threads[t.index()].parent?;
         loop {
             let inst = self.inst(link.parent)?;
             let holds = inst.vps.iter().any(|v| matches!(v, VpState::Held(_)));
-            if holds {
-                return (Some(link.parent) != self.default).then_some(link.parent);
+            let requesting = inst
+                .vps
+                .iter()
+                .zip(&inst.links)
+                .find(|(v, l)| **v == VpState::Requesting && l.is_some());
+            match requesting {
+                Some((_, next)) if !holds => link = next.unwrap(),
+                _ => return (Some(link.parent) != self.default).then_some(link.parent),
             }
-            link = inst.links.iter().flatten().next().copied()?;
         }
     }
 

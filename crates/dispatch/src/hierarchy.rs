@@ -10,7 +10,7 @@
 //! the native scheduler run whatever the loaded one leaves.
 
 use crate::dispatcher::{ChildRef, Dispatcher, Hop, Inst, Link, Platform, Thr};
-use hsched_core::{ChildId, Cx, Instant, Params, ParentVp, SchedId, ThreadId, Value, VpState};
+use hsched_core::{ChildId, Cx, Instant, Params, ParentVp, PolicyInfo, SchedId, Scheduler, ThreadId, Value, VpState};
 use hsched_model::{LogKind, NodeResult};
 use std::collections::{BinaryHeap, HashMap};
 
@@ -28,17 +28,47 @@ impl Dispatcher {
     /// Creates an instance of `policy` with `vps` virtual processors,
     /// detached. Calls `init`.
     pub fn create(&mut self, name: &str, policy: &str, params: &Params, vps: u32) -> Result<SchedId, String> {
+        let info = self.find_policy(policy).ok_or_else(|| {
+            let known: Vec<&str> = hsched_policies::registry()
+                .iter()
+                .chain(self.plugins.iter().copied())
+                .map(|p| p.name)
+                .collect();
+            format!("unknown policy `{policy}` (known: {})", known.join(", "))
+        })?;
+        let resolved = params
+            .resolve(&(info.params)())
+            .map_err(|e| format!("scheduler `{name}` ({policy}): {e}"))?;
+        let instance = (info.build)(&resolved).map_err(|e| format!("scheduler `{name}` ({policy}): {e}"))?;
+        self.create_with(name, info, instance, vps)
+    }
+
+    /// Makes a policy that is not built in available to `create` by name
+    /// (an out-of-tree policy, a test double). Built-in names win.
+    pub fn add_policy(&mut self, info: &'static PolicyInfo) {
+        self.plugins.push(info);
+    }
+
+    fn find_policy(&self, name: &str) -> Option<&'static PolicyInfo> {
+        hsched_policies::find(name).or_else(|| self.plugins.iter().copied().find(|p| p.name == name))
+    }
+
+    /// Creates an instance from a policy object built elsewhere (a policy
+    /// that is not in the registry: a plugin, a test double). `info`
+    /// describes it.
+    pub fn create_with(
+        &mut self,
+        name: &str,
+        info: &'static PolicyInfo,
+        instance: Box<dyn Scheduler>,
+        vps: u32,
+    ) -> Result<SchedId, String> {
         if self.sched_by_name(name).is_some() {
             return Err(format!("a scheduler named `{name}` already exists"));
         }
         if vps == 0 {
             return Err(format!("scheduler `{name}` needs at least one VP"));
         }
-        let info = hsched_policies::find(policy).ok_or_else(|| {
-            let known: Vec<&str> = hsched_policies::registry().iter().map(|p| p.name).collect();
-            format!("unknown policy `{policy}` (known: {})", known.join(", "))
-        })?;
-        let instance = hsched_policies::build(policy, params).map_err(|e| format!("scheduler `{name}`: {e}"))?;
         let id = SchedId(self.scheds.len() as u32);
         self.scheds.push(Some(Inst {
             name: name.to_string(),
@@ -55,12 +85,25 @@ impl Dispatcher {
         }));
         self.nodes.push(NodeResult {
             name: name.to_string(),
-            policy: policy.to_string(),
+            policy: info.name.to_string(),
             received: Default::default(),
             alive: true,
         });
         self.call(id, |s, cx| s.init(cx));
         Ok(id)
+    }
+
+    /// Makes a created, detached instance with one VP per CPU the root.
+    pub fn make_root(&mut self, s: SchedId) -> Result<(), String> {
+        if let Some(r) = self.root {
+            return Err(format!("there is already a root, `{}`", self.sched_name(r)));
+        }
+        let inst = self.inst(s).ok_or_else(|| format!("no scheduler {s}"))?;
+        if inst.vps.len() != self.cfg.cpus as usize || inst.links.iter().any(|l| l.is_some()) {
+            return Err(format!("`{}` must be detached and have one VP per CPU to be the root", inst.name));
+        }
+        self.install_root(s);
+        Ok(())
     }
 
     /// Creates the root: an instance holding one VP per physical CPU.
@@ -297,7 +340,7 @@ impl Dispatcher {
             let name = self.threads[t.index()].name.clone();
             match self.register(default, ChildRef::Thread(t), &self.default_params()) {
                 Ok(child) => {
-                    self.threads[t.index()].parent = Some(Link { parent: default, child });
+                    self.rehome(t, Link { parent: default, child });
                     self.record(LogKind::Moved, format!("thread `{name}` returned to the default scheduler"));
                     if self.threads[t.index()].runnable {
                         self.deliver_request(Link { parent: default, child });
@@ -478,7 +521,7 @@ impl Dispatcher {
             if let Some(d) = self.default {
                 let params = self.default_params();
                 if let Ok(child) = self.register(d, ChildRef::Thread(t), &params) {
-                    self.threads[t.index()].parent = Some(Link { parent: d, child });
+                    self.rehome(t, Link { parent: d, child });
                 }
             }
         }
@@ -492,8 +535,18 @@ impl Dispatcher {
         let child = self
             .register(parent, ChildRef::Thread(t), &params)
             .map_err(|e| format!("`{pname}` refused it: {e}"))?;
-        self.threads[t.index()].parent = Some(Link { parent, child });
+        self.rehome(t, Link { parent, child });
         Ok(())
+    }
+
+    /// Records a thread's new place; its wait (for the watchdog) starts over
+    /// there, since the new scheduler has only just heard of it.
+    fn rehome(&mut self, t: ThreadId, link: Link) {
+        let now = self.now;
+        let thr = &mut self.threads[t.index()];
+        thr.parent = Some(link);
+        thr.waiting_since = now;
+        thr.starving_reported = false;
     }
 
     /// Moves a thread to another scheduler. Admission at the new one comes

@@ -1,1 +1,757 @@
-//! hsched sim
+//! hsched sim: a deterministic discrete-event simulator, the `Platform` the
+//! dispatcher drives in `hsched sim`.
+//!
+//! Events are ordered by (time, sequence number); at equal times workload
+//! events (completions, wakeups, arrivals, script steps) come before the
+//! dispatcher's timers. Every random draw comes from a ChaCha8 stream seeded
+//! from the scenario seed and the thread's index, so the same scenario and
+//! seed give the same run, byte for byte, and adding a thread does not change
+//! the draws of the others.
+//!
+//! Time accounting is exact: on every CPU, busy + context-switch overhead +
+//! idle equals the horizon.
+
+mod program;
+pub mod workloads;
+
+use hsched_core::{CpuId, Duration, Instant, SchedId, ThreadId};
+use hsched_dispatch::{AttachLink, Config, Dispatcher, Platform};
+use hsched_model::{
+    Action, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult, Scenario, SchedulerSpec,
+    Segment, SegmentKind, Target, ThreadResult, Trace,
+};
+use program::{compile, draw, Cursor, Instr, PeriodicState};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::rc::Rc;
+
+/// How to run a scenario.
+#[derive(Clone, Debug, Default)]
+pub struct SimOptions {
+    /// Override the scenario's horizon.
+    pub horizon: Option<Duration>,
+    /// Override the scenario's seed.
+    pub seed: Option<u64>,
+    /// Record the full timeline (segments and marks) for traces and plots.
+    pub trace: bool,
+    /// Run every policy's `check_invariants` after every callback and the
+    /// dispatcher's structural checks after every event.
+    pub check_invariants: bool,
+}
+
+/// Runs a scenario to its horizon.
+pub fn run(scn: &Scenario, opts: &SimOptions) -> Result<RunResult, String> {
+    run_with_policies(scn, opts, &[])
+}
+
+/// Like [`run`], with policies beyond the built-in registry available by
+/// name (out-of-tree policies, test doubles).
+pub fn run_with_policies(
+    scn: &Scenario,
+    opts: &SimOptions,
+    extra: &[&'static hsched_core::PolicyInfo],
+) -> Result<RunResult, String> {
+    let started = std::time::Instant::now();
+    let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
+    let seed = opts.seed.unwrap_or(scn.seed);
+    let mut disp = Dispatcher::new(Config {
+        cpus: scn.machine.cpus,
+        tick: scn.machine.tick,
+        watchdog: scn.machine.watchdog,
+        check_invariants: opts.check_invariants,
+    });
+    for info in extra {
+        disp.add_policy(info);
+    }
+    let mut world = World::new(scn, seed, opts.trace);
+    build_hierarchy(&mut disp, &mut world, scn)?;
+
+    for (i, spec) in scn.threads.iter().enumerate() {
+        world.push(spec.arrival, Ev::Arrive(i));
+    }
+    for (i, ev) in scn.script.iter().enumerate() {
+        world.push(ev.at, Ev::Script(i));
+    }
+
+    let mut events = 0u64;
+    loop {
+        let next_world = world.events.peek().map(|Reverse((t, _, _))| *t);
+        let next_disp = disp.next_deadline();
+        let (t, from_world) = match (next_world, next_disp) {
+            (Some(w), Some(d)) if d < w => (d, false),
+            (Some(w), _) => (w, true),
+            (None, Some(d)) => (d, false),
+            (None, None) => break,
+        };
+        if t >= horizon {
+            break;
+        }
+        if from_world {
+            events += 1;
+            let Reverse((now, _, ev)) = world.events.pop().unwrap();
+            world.handle(&mut disp, scn, now, ev);
+        } else {
+            disp.advance(&mut world, t);
+        }
+    }
+    let events = events + disp.timers_fired();
+    Ok(world.finish(&mut disp, scn, horizon, seed, events, started.elapsed()))
+}
+
+/// Creates the scenario's scheduler instances and attaches them, parents first.
+fn build_hierarchy(disp: &mut Dispatcher, world: &mut World, scn: &Scenario) -> Result<(), String> {
+    let mut created = vec![false; scn.schedulers.len()];
+    let mut order = Vec::new();
+    // Topological order: an instance after all of its parents.
+    while order.len() < scn.schedulers.len() {
+        let before = order.len();
+        for (i, s) in scn.schedulers.iter().enumerate() {
+            if created[i] {
+                continue;
+            }
+            let ready = s.parents.iter().all(|l| {
+                scn.schedulers
+                    .iter()
+                    .position(|p| p.name == l.parent)
+                    .is_some_and(|p| created[p])
+            });
+            if ready {
+                created[i] = true;
+                order.push(i);
+            }
+        }
+        if order.len() == before {
+            return Err("the hierarchy has a cycle or names a parent that does not exist".into());
+        }
+    }
+    for i in order {
+        let spec = &scn.schedulers[i];
+        if spec.parents.is_empty() {
+            disp.create_root(&spec.name, &spec.policy, &spec.params)?;
+        } else {
+            load(disp, world, Instant::ZERO, spec)?;
+        }
+    }
+    let default = disp
+        .sched_by_name(&scn.default_scheduler)
+        .ok_or_else(|| format!("default scheduler `{}` does not exist", scn.default_scheduler))?;
+    disp.set_default(default);
+    Ok(())
+}
+
+fn links(disp: &Dispatcher, spec_links: &[hsched_model::ParentLink]) -> Result<Vec<AttachLink>, String> {
+    spec_links
+        .iter()
+        .map(|l| {
+            Ok(AttachLink {
+                parent: disp
+                    .sched_by_name(&l.parent)
+                    .ok_or_else(|| format!("no scheduler named `{}`", l.parent))?,
+                vps: l.vps,
+                params: l.params.clone(),
+            })
+        })
+        .collect()
+}
+
+fn load(disp: &mut Dispatcher, world: &mut World, now: Instant, spec: &SchedulerSpec) -> Result<SchedId, String> {
+    let vps = spec.parents.iter().map(|l| l.vps).sum();
+    let links = links(disp, &spec.parents)?;
+    let s = disp.create(&spec.name, &spec.policy, &spec.params, vps)?;
+    if let Err(e) = disp.attach(world, now, s, &links) {
+        let _ = disp.destroy(world, now, s);
+        return Err(e);
+    }
+    Ok(s)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    /// Thread spec `i` arrives.
+    Arrive(usize),
+    /// A sleeping (or release-waiting) thread wakes, if `gen` is current.
+    Wake(ThreadId, u64),
+    /// The running thread's current `run` finishes, if `gen` is current.
+    Complete(ThreadId, u64),
+    /// Script step `i`.
+    Script(usize),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    NeedsCpu,
+    Blocked,
+    Exit,
+}
+
+struct SimCpu {
+    thread: Option<ThreadId>,
+    seg_start: Instant,
+    switch_end: Instant,
+    last: Option<ThreadId>,
+    busy: Duration,
+    overhead: Duration,
+    idle: Duration,
+    last_segment: Option<usize>,
+}
+
+struct SimThread {
+    code: Rc<[Instr]>,
+    cursor: Cursor,
+    rng: ChaCha8Rng,
+    /// CPU time left in the current `run`.
+    remaining: Duration,
+    /// What the dispatcher was told: runnable or not.
+    runnable: bool,
+    exited: bool,
+    /// Bumped on every change that invalidates a pending Wake/Complete.
+    gen: u64,
+    cpu: Option<CpuId>,
+    last_cpu: Option<CpuId>,
+    woke_at: Option<Instant>,
+    waiting_since: Option<Instant>,
+    stats: ThreadResult,
+}
+
+struct MutexState {
+    owner: Option<ThreadId>,
+    waiters: VecDeque<ThreadId>,
+}
+
+struct World {
+    seed: u64,
+    cs: Duration,
+    cpus: Vec<SimCpu>,
+    threads: Vec<SimThread>,
+    events: BinaryHeap<Reverse<(Instant, u64, Ev)>>,
+    seq: u64,
+    mutex_names: Vec<String>,
+    mutexes: Vec<MutexState>,
+    /// Threads handed a mutex, to be resumed once the current step is done.
+    handed_over: Vec<ThreadId>,
+    jobs: Vec<JobRecord>,
+    log: Vec<LogEntry>,
+    trace: Option<Trace>,
+}
+
+impl World {
+    fn new(scn: &Scenario, seed: u64, trace: bool) -> Self {
+        World {
+            seed,
+            cs: scn.machine.context_switch,
+            cpus: (0..scn.machine.cpus)
+                .map(|_| SimCpu {
+                    thread: None,
+                    seg_start: Instant::ZERO,
+                    switch_end: Instant::ZERO,
+                    last: None,
+                    busy: Duration::ZERO,
+                    overhead: Duration::ZERO,
+                    idle: Duration::ZERO,
+                    last_segment: None,
+                })
+                .collect(),
+            threads: Vec::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            mutex_names: Vec::new(),
+            mutexes: Vec::new(),
+            handed_over: Vec::new(),
+            jobs: Vec::new(),
+            log: Vec::new(),
+            trace: trace.then(Trace::default),
+        }
+    }
+
+    fn push(&mut self, at: Instant, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((at, self.seq, ev)));
+    }
+
+    fn record(&mut self, at: Instant, kind: LogKind, text: String) {
+        self.log.push(LogEntry { at, kind, text });
+    }
+
+    fn mark(&mut self, at: Instant, thread: Option<ThreadId>, kind: MarkKind) {
+        if let Some(trace) = &mut self.trace {
+            trace.marks.push(Mark { at, thread, kind });
+        }
+    }
+
+    fn handle(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, ev: Ev) {
+        match ev {
+            Ev::Arrive(i) => self.arrive(disp, scn, now, i),
+            Ev::Wake(t, gen) => {
+                if self.threads[t.index()].gen == gen {
+                    self.resume(disp, now, t);
+                }
+            }
+            Ev::Complete(t, gen) => {
+                let th = &self.threads[t.index()];
+                if th.gen == gen {
+                    let cpu = th.cpu.expect("a completing thread is on a CPU");
+                    self.flush(cpu, now);
+                    debug_assert!(self.threads[t.index()].remaining.is_zero());
+                    self.resume(disp, now, t);
+                }
+            }
+            Ev::Script(i) => self.script(disp, scn, now, i),
+        }
+    }
+
+    fn arrive(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, i: usize) {
+        let spec = &scn.threads[i];
+        let Some(parent) = disp.sched_by_name(&spec.parent).or(disp.default_sched()) else {
+            self.record(now, LogKind::Refused, format!("thread `{}`: no scheduler to join", spec.name));
+            return;
+        };
+        let (t, _) = disp.add_thread(&spec.name, parent, &spec.params);
+        debug_assert_eq!(t.index(), self.threads.len());
+        let mut intern = |name: &str| match self.mutex_names.iter().position(|n| n == name) {
+            Some(i) => i,
+            None => {
+                self.mutex_names.push(name.to_string());
+                self.mutexes.push(MutexState {
+                    owner: None,
+                    waiters: VecDeque::new(),
+                });
+                self.mutex_names.len() - 1
+            }
+        };
+        let code: Rc<[Instr]> = compile(&spec.program.ops, &mut intern).into();
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_stream(i as u64 + 1);
+        self.threads.push(SimThread {
+            code,
+            cursor: Cursor::default(),
+            rng,
+            remaining: Duration::ZERO,
+            runnable: false,
+            exited: false,
+            gen: 0,
+            cpu: None,
+            last_cpu: None,
+            woke_at: None,
+            waiting_since: None,
+            stats: ThreadResult {
+                id: t,
+                name: spec.name.clone(),
+                arrival: now,
+                ..Default::default()
+            },
+        });
+        self.resume(disp, now, t);
+    }
+
+    fn script(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, i: usize) {
+        let action = &scn.script[i].action;
+        let result: Result<String, String> = match action {
+            Action::Load(spec) => load(disp, self, now, spec).map(|_| format!("loaded `{}` ({})", spec.name, spec.policy)),
+            Action::Unload(name) => match disp.sched_by_name(name) {
+                Some(s) => disp.destroy(self, now, s).map(|_| format!("unloaded `{name}`")),
+                None => Err(format!("unload: no scheduler `{name}`")),
+            },
+            Action::Detach(name) => match disp.sched_by_name(name) {
+                Some(s) => disp.detach(self, now, s).map(|_| format!("detached `{name}`")),
+                None => Err(format!("detach: no scheduler `{name}`")),
+            },
+            Action::Attach { scheduler, parents } => match (disp.sched_by_name(scheduler), links(disp, parents)) {
+                (Some(s), Ok(l)) => disp.attach(self, now, s, &l).map(|_| format!("attached `{scheduler}`")),
+                (None, _) => Err(format!("attach: no scheduler `{scheduler}`")),
+                (_, Err(e)) => Err(format!("attach `{scheduler}`: {e}")),
+            },
+            Action::Move { thread, to, params } => {
+                let t = (0..self.threads.len()).find(|&t| disp.thread_name(ThreadId(t as u32)) == thread);
+                match (t, disp.sched_by_name(to)) {
+                    (Some(t), Some(s)) => disp
+                        .move_thread(self, now, ThreadId(t as u32), s, params)
+                        .map(|_| format!("moved `{thread}` to `{to}`")),
+                    (None, _) => Err(format!("move: thread `{thread}` has not arrived")),
+                    (_, None) => Err(format!("move: no scheduler `{to}`")),
+                }
+            }
+            Action::Msg { to, msg } => match disp.sched_by_name(to) {
+                Some(s) => match disp.message(self, now, None, s, msg) {
+                    hsched_core::Reply::Ok(p) => Ok(format!("`{to}` accepted {msg}: {p}")),
+                    hsched_core::Reply::Err(e) => Err(format!("`{to}` refused {msg}: {e}")),
+                },
+                None => Err(format!("msg: no scheduler `{to}`")),
+            },
+        };
+        match result {
+            Ok(text) => self.record(now, LogKind::Script, text),
+            Err(text) => self.record(now, LogKind::Refused, text),
+        }
+    }
+
+    /// Runs thread `t`'s program from where it is, at `now`, until it needs
+    /// the CPU, blocks or ends; then tells the dispatcher what changed.
+    fn resume(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId) {
+        let mut yielded = false;
+        let outcome = self.step(disp, now, t, &mut yielded);
+        let th = &mut self.threads[t.index()];
+        match outcome {
+            Outcome::NeedsCpu => {
+                if !th.runnable {
+                    th.runnable = true;
+                    th.woke_at = Some(now);
+                    th.waiting_since = Some(now);
+                    self.mark(now, Some(t), MarkKind::Wakeup);
+                    disp.thread_ready(self, now, t);
+                } else if yielded {
+                    disp.thread_block(self, now, t);
+                    disp.thread_ready(self, now, t);
+                }
+                self.arm_completion(t);
+            }
+            Outcome::Blocked => {
+                if th.runnable {
+                    th.runnable = false;
+                    th.waiting_since = None;
+                    disp.thread_block(self, now, t);
+                }
+            }
+            Outcome::Exit => {
+                th.exited = true;
+                th.runnable = false;
+                th.stats.exit = Some(now);
+                th.gen += 1;
+                disp.thread_exit(self, now, t);
+            }
+        }
+        while let Some(w) = self.handed_over.pop() {
+            self.resume(disp, now, w);
+        }
+    }
+
+    /// Executes instructions that take no CPU time.
+    fn step(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId, yielded: &mut bool) -> Outcome {
+        loop {
+            let th = &mut self.threads[t.index()];
+            if !th.remaining.is_zero() {
+                return Outcome::NeedsCpu;
+            }
+            let code = th.code.clone();
+            let Some(instr) = code.get(th.cursor.pc) else {
+                return Outcome::Exit;
+            };
+            match instr {
+                Instr::Run(d) => {
+                    th.remaining = draw(d, &mut th.rng);
+                    th.cursor.pc += 1;
+                }
+                Instr::Sleep(d) => {
+                    th.cursor.pc += 1;
+                    let d = draw(d, &mut th.rng);
+                    if !d.is_zero() {
+                        th.gen += 1;
+                        let gen = th.gen;
+                        self.push(now.saturating_add(d), Ev::Wake(t, gen));
+                        return Outcome::Blocked;
+                    }
+                }
+                Instr::Lock(m) => {
+                    let mutex = &mut self.mutexes[*m];
+                    match mutex.owner {
+                        None => {
+                            mutex.owner = Some(t);
+                            th.cursor.pc += 1;
+                        }
+                        Some(o) if o == t => th.cursor.pc += 1,
+                        Some(_) => {
+                            mutex.waiters.push_back(t);
+                            return Outcome::Blocked;
+                        }
+                    }
+                }
+                Instr::Unlock(m) => {
+                    th.cursor.pc += 1;
+                    let mutex = &mut self.mutexes[*m];
+                    if mutex.owner == Some(t) {
+                        mutex.owner = mutex.waiters.pop_front();
+                        if let Some(w) = mutex.owner {
+                            self.threads[w.index()].cursor.pc += 1;
+                            self.handed_over.push(w);
+                        }
+                    }
+                }
+                Instr::Msg(target, msg) => {
+                    th.cursor.pc += 1;
+                    let to = match target {
+                        Target::Parent => disp.thread_sched(t),
+                        Target::Named(n) => disp.sched_by_name(n),
+                    };
+                    let name = disp.thread_name(t).to_string();
+                    match to {
+                        Some(s) => {
+                            let reply = disp.message(self, now, Some(t), s, msg);
+                            let kind = if reply.is_ok() { LogKind::Reply } else { LogKind::Refused };
+                            let sname = disp.sched_name(s).to_string();
+                            self.record(now, kind, format!("`{name}` -> `{sname}` {msg}: {reply:?}"));
+                        }
+                        None => self.record(now, LogKind::Refused, format!("`{name}`: {msg}: no such scheduler")),
+                    }
+                }
+                Instr::Yield => {
+                    th.cursor.pc += 1;
+                    *yielded = true;
+                }
+                Instr::LoopStart { count, end } => {
+                    if *count == Some(0) {
+                        th.cursor.pc = *end;
+                    } else {
+                        th.cursor.loops.push(count.unwrap_or(u64::MAX));
+                        th.cursor.pc += 1;
+                    }
+                }
+                Instr::LoopEnd { start } => {
+                    let left = th.cursor.loops.last_mut().expect("loop stack");
+                    if *left != u64::MAX {
+                        *left -= 1;
+                    }
+                    if *left == 0 {
+                        th.cursor.loops.pop();
+                        th.cursor.pc += 1;
+                    } else {
+                        th.cursor.pc = start + 1;
+                    }
+                }
+                Instr::PeriodicStart { offset, .. } => {
+                    th.cursor.periodic.push(PeriodicState {
+                        start: th.cursor.pc,
+                        next_release: now.saturating_add(*offset),
+                        job: 0,
+                        record: None,
+                    });
+                    th.cursor.pc += 1;
+                }
+                Instr::AwaitRelease => {
+                    let p = th.cursor.periodic.last_mut().expect("periodic stack");
+                    let Instr::PeriodicStart { deadline, jobs, end, .. } = &code[p.start] else {
+                        unreachable!("AwaitRelease follows PeriodicStart")
+                    };
+                    if jobs.is_some_and(|j| p.job >= j) {
+                        th.cursor.periodic.pop();
+                        th.cursor.pc = *end;
+                        continue;
+                    }
+                    if now < p.next_release {
+                        th.gen += 1;
+                        let (gen, at) = (th.gen, p.next_release);
+                        self.push(at, Ev::Wake(t, gen));
+                        return Outcome::Blocked;
+                    }
+                    let release = p.next_release;
+                    let job = p.job;
+                    p.record = Some(self.jobs.len());
+                    th.cursor.pc += 1;
+                    self.jobs.push(JobRecord {
+                        thread: t,
+                        job,
+                        release,
+                        start: None,
+                        finish: None,
+                        deadline: release.saturating_add(*deadline),
+                    });
+                    self.mark(release, Some(t), MarkKind::Release { job });
+                }
+                Instr::JobEnd { start } => {
+                    let p = th.cursor.periodic.last_mut().expect("periodic stack");
+                    let Instr::PeriodicStart { period, .. } = &code[p.start] else {
+                        unreachable!("JobEnd closes a PeriodicStart")
+                    };
+                    let record = p.record.take().expect("a job in progress");
+                    p.job += 1;
+                    p.next_release = p.next_release.saturating_add(*period);
+                    th.cursor.pc = start + 1;
+                    let rec = &mut self.jobs[record];
+                    rec.finish = Some(now);
+                    if now > rec.deadline {
+                        let job = rec.job;
+                        self.mark(now, Some(t), MarkKind::DeadlineMiss { job });
+                    }
+                }
+            }
+        }
+    }
+
+    /// If `t` is on a CPU with work left, schedules the end of its `run`.
+    fn arm_completion(&mut self, t: ThreadId) {
+        let th = &mut self.threads[t.index()];
+        let Some(cpu) = th.cpu else { return };
+        th.gen += 1;
+        let gen = th.gen;
+        let start = self.cpus[cpu.index()].switch_end.max(self.cpus[cpu.index()].seg_start);
+        let at = start.saturating_add(th.remaining);
+        self.push(at, Ev::Complete(t, gen));
+    }
+
+    /// Accounts what `cpu` did from its segment start to `now`.
+    fn flush(&mut self, cpu: CpuId, now: Instant) {
+        let c = &mut self.cpus[cpu.index()];
+        let start = c.seg_start;
+        if now <= start {
+            return;
+        }
+        c.seg_start = now;
+        match c.thread {
+            Some(t) => {
+                let switch_end = c.switch_end.clamp(start, now);
+                let overhead = switch_end - start;
+                let progress = now - switch_end;
+                c.overhead += overhead;
+                c.busy += progress;
+                let th = &mut self.threads[t.index()];
+                th.remaining = th.remaining.saturating_sub(progress);
+                th.stats.cpu_time += progress;
+                if !overhead.is_zero() {
+                    self.segment(cpu, start, switch_end, SegmentKind::Switch(t));
+                }
+                if !progress.is_zero() {
+                    self.segment(cpu, switch_end, now, SegmentKind::Run(t));
+                }
+            }
+            None => {
+                c.idle += now - start;
+                self.segment(cpu, start, now, SegmentKind::Idle);
+            }
+        }
+    }
+
+    fn segment(&mut self, cpu: CpuId, start: Instant, end: Instant, what: SegmentKind) {
+        let Some(trace) = &mut self.trace else { return };
+        let c = &mut self.cpus[cpu.index()];
+        if let Some(i) = c.last_segment {
+            let last = &mut trace.segments[i];
+            if last.what == what && last.end == start {
+                last.end = end;
+                return;
+            }
+        }
+        c.last_segment = Some(trace.segments.len());
+        trace.segments.push(Segment { cpu, start, end, what });
+    }
+
+    fn finish(
+        mut self,
+        disp: &mut Dispatcher,
+        scn: &Scenario,
+        horizon: Instant,
+        seed: u64,
+        events: u64,
+        wall: std::time::Duration,
+    ) -> RunResult {
+        for cpu in 0..self.cpus.len() {
+            self.flush(CpuId(cpu as u32), horizon);
+        }
+        for th in &mut self.threads {
+            if let Some(since) = th.waiting_since {
+                th.stats.max_runnable_gap = th.stats.max_runnable_gap.max(horizon.saturating_since(since));
+            }
+        }
+        let misses: Vec<(Instant, ThreadId, u64)> = self
+            .jobs
+            .iter()
+            .filter(|j| j.finish.is_none() && j.deadline < horizon)
+            .map(|j| (j.deadline, j.thread, j.job))
+            .collect();
+        for (at, t, job) in misses {
+            self.mark(at, Some(t), MarkKind::DeadlineMiss { job });
+        }
+        let mut log = disp.take_log();
+        log.append(&mut self.log);
+        log.sort_by_key(|e| e.at); // stable: same-time entries keep their order
+        let threads = self
+            .threads
+            .into_iter()
+            .enumerate()
+            .map(|(i, th)| {
+                let mut stats = th.stats;
+                stats.scheduler = disp
+                    .thread_sched(ThreadId(i as u32))
+                    .map(|s| disp.sched_name(s).to_string())
+                    .unwrap_or_default();
+                stats
+            })
+            .collect::<Vec<_>>();
+        let mut trace = self.trace;
+        if let Some(trace) = &mut trace {
+            trace.thread_names = threads.iter().map(|t| t.name.clone()).collect();
+            trace.segments.sort_by_key(|s| (s.cpu, s.start));
+            trace.marks.sort_by_key(|m| m.at);
+        }
+        RunResult {
+            scenario: scn.name.clone(),
+            platform: "sim".into(),
+            seed,
+            cpus: scn.machine.cpus,
+            horizon: horizon - Instant::ZERO,
+            threads,
+            nodes: disp.node_results().to_vec(),
+            cpu_stats: self
+                .cpus
+                .iter()
+                .enumerate()
+                .map(|(i, c)| CpuStats {
+                    cpu: CpuId(i as u32),
+                    busy: c.busy,
+                    overhead: c.overhead,
+                    idle: c.idle,
+                })
+                .collect(),
+            decisions: disp.decisions(),
+            events,
+            wall_ns: wall.as_nanos() as u64,
+            jobs: self.jobs,
+            log,
+            trace,
+        }
+    }
+}
+
+impl Platform for World {
+    fn set_cpu(&mut self, now: Instant, cpu: CpuId, thread: Option<ThreadId>) {
+        self.flush(cpu, now);
+        let c = &mut self.cpus[cpu.index()];
+        if let Some(old) = c.thread.take() {
+            let th = &mut self.threads[old.index()];
+            th.cpu = None;
+            th.gen += 1;
+            if th.runnable {
+                th.waiting_since = Some(now);
+            }
+        }
+        let Some(t) = thread else {
+            return;
+        };
+        let c = &mut self.cpus[cpu.index()];
+        c.thread = Some(t);
+        c.seg_start = now;
+        let switching = c.last != Some(t);
+        c.switch_end = if switching { now.saturating_add(self.cs) } else { now };
+        c.last = Some(t);
+        let th = &mut self.threads[t.index()];
+        if switching {
+            th.stats.context_switches += 1;
+        }
+        if th.last_cpu.is_some_and(|l| l != cpu) {
+            th.stats.migrations += 1;
+        }
+        th.last_cpu = Some(cpu);
+        th.cpu = Some(cpu);
+        if let Some(woke) = th.woke_at.take() {
+            th.stats.wakeup_latencies.push(now.saturating_since(woke));
+        }
+        if let Some(since) = th.waiting_since.take() {
+            th.stats.max_runnable_gap = th.stats.max_runnable_gap.max(now.saturating_since(since));
+        }
+        if let Some(p) = th.cursor.periodic.last() {
+            if let Some(rec) = p.record {
+                self.jobs[rec].start.get_or_insert(now);
+            }
+        }
+        self.arm_completion(t);
+    }
+}

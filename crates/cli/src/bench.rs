@@ -1,0 +1,105 @@
+//! `hsched bench`: simulator throughput and the cost of one scheduling
+//! decision per hierarchy level, measured side by side in one run.
+//!
+//! The machine this runs on may be shared and noisy, so every figure is the
+//! median of several interleaved repetitions, and the figures that matter
+//! are ratios between configurations measured in the same run. Set-up cost
+//! (creating 100,000 threads) is removed by timing two horizons and taking
+//! the difference.
+
+use crate::CliError;
+use hsched_core::Duration;
+use hsched_sim::{run, workloads, SimOptions};
+use std::time::Instant as WallClock;
+
+/// One measured configuration.
+struct Sample {
+    decisions: u64,
+    events: u64,
+    wall_ns: u64,
+}
+
+fn measure(threads: usize, levels: usize, quanta: u64) -> Result<Sample, CliError> {
+    let quantum = Duration::from_millis(1);
+    let horizon = Duration::from_millis(quanta);
+    let scn = workloads::cpu_bound(threads, levels, 1, quantum, horizon);
+    let started = WallClock::now();
+    let r = run(&scn, &SimOptions::default()).map_err(CliError::Failed)?;
+    Ok(Sample {
+        decisions: r.decisions,
+        events: r.events,
+        wall_ns: started.elapsed().as_nanos() as u64,
+    })
+}
+
+/// Wall nanoseconds per decision at steady state: the difference between a
+/// long and a short run, so that set-up cost cancels.
+fn per_decision(threads: usize, levels: usize, quanta: u64, reps: usize) -> Result<f64, CliError> {
+    let mut costs = Vec::new();
+    for _ in 0..reps {
+        let short = measure(threads, levels, quanta / 5)?;
+        let long = measure(threads, levels, quanta)?;
+        let d = long.decisions.saturating_sub(short.decisions).max(1);
+        costs.push(long.wall_ns.saturating_sub(short.wall_ns) as f64 / d as f64);
+    }
+    Ok(median(&mut costs))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+pub fn command(quick: bool) -> Result<(), CliError> {
+    let (quanta, reps) = if quick { (200_000, 3) } else { (1_000_000, 5) };
+    println!("hsched bench ({} mode; medians of {reps} interleaved runs; release builds only give meaningful numbers)", if quick { "quick" } else { "full" });
+    if cfg!(debug_assertions) {
+        println!("warning: this is a debug build; use `cargo run --release -- bench`");
+    }
+
+    // Throughput: 100 CPU-bound threads under rr on one CPU.
+    let mut rates = Vec::new();
+    for _ in 0..reps {
+        let s = measure(100, 1, quanta * 2)?;
+        rates.push(s.events as f64 / (s.wall_ns as f64 / 1e9));
+    }
+    let rate = median(&mut rates);
+    println!();
+    println!("simulator throughput, 100 CPU-bound threads under rr (1ms quantum), 1 CPU:");
+    println!("  {:.2} million events per wall-second (target: at least 5)", rate / 1e6);
+
+    // Decision cost by thread count and depth.
+    let counts = [10usize, 1_000, 100_000];
+    let levels = [1usize, 2, 3, 4];
+    let mut table = vec![vec![0.0; levels.len()]; counts.len()];
+    for (i, &n) in counts.iter().enumerate() {
+        for (j, &l) in levels.iter().enumerate() {
+            table[i][j] = per_decision(n, l, quanta, reps)?;
+        }
+    }
+    println!();
+    println!("cost of one decision (quantum expiry: charge along the path, re-decide, re-arm), ns:");
+    print!("  {:>10}", "threads");
+    for l in levels {
+        print!("  {:>9}", format!("{l} level{}", if l > 1 { "s" } else { "" }));
+    }
+    println!();
+    for (i, &n) in counts.iter().enumerate() {
+        print!("  {n:>10}");
+        for cost in &table[i] {
+            print!("  {cost:>9.0}");
+        }
+        println!();
+    }
+    let growth = table[2][0] / table[0][0];
+    let per_level: Vec<f64> = (0..counts.len())
+        .map(|i| (table[i][levels.len() - 1] - table[i][0]) / (levels.len() - 1) as f64)
+        .collect();
+    println!();
+    println!("  growth from 10 to 100,000 threads (1 level): {growth:.2}x (target: at most 3x)");
+    println!(
+        "  added per extra level: {} ns (target: under 100 ns)",
+        per_level.iter().map(|c| format!("{c:.0}")).collect::<Vec<_>>().join(" / ")
+    );
+    Ok(())
+}

@@ -1,0 +1,64 @@
+//! The per-job CSV: one row per job of a periodic thread.
+//!
+//! Columns, always in this order, header always written (even with no jobs):
+//!
+//! | column | meaning |
+//! |---|---|
+//! | `thread` | thread name |
+//! | `job` | 0-based job number within the thread |
+//! | `release_ns` | release time |
+//! | `start_ns` | first time the thread ran after the release; empty: never |
+//! | `finish_ns` | completion; empty: unfinished at the horizon |
+//! | `response_ns` | `finish_ns - release_ns`; empty if unfinished |
+//! | `deadline_ns` | absolute deadline |
+//! | `missed` | `true` / `false`, as in the metrics (unfinished counts once its deadline is before the horizon) |
+//! | `lateness_ns` | `finish_ns - deadline_ns`, negative when early; empty if unfinished |
+//!
+//! Rows keep the order of `RunResult::jobs`.
+
+use crate::names::ThreadNames;
+use crate::ReportError;
+use hsched_core::Instant;
+use hsched_model::RunResult;
+use std::io::Write;
+
+/// The header row.
+pub const JOBS_CSV_HEADER: [&str; 9] = [
+    "thread",
+    "job",
+    "release_ns",
+    "start_ns",
+    "finish_ns",
+    "response_ns",
+    "deadline_ns",
+    "missed",
+    "lateness_ns",
+];
+
+/// Writes the job CSV of `result` to `writer`.
+pub fn jobs_csv<W: Write>(result: &RunResult, writer: W) -> Result<(), ReportError> {
+    let names = ThreadNames::new(result);
+    let end = Instant::from_nanos(result.horizon.as_nanos());
+    let mut out = csv::Writer::from_writer(writer);
+    out.write_record(JOBS_CSV_HEADER)?;
+    // An absent value is an empty cell, which spreadsheets and pandas read as
+    // missing (a 0 would read as a real time).
+    fn opt<T: ToString>(v: Option<T>) -> String {
+        v.map(|v| v.to_string()).unwrap_or_default()
+    }
+    for j in &result.jobs {
+        out.write_record([
+            names.name(j.thread),
+            j.job.to_string(),
+            j.release.as_nanos().to_string(),
+            opt(j.start.map(Instant::as_nanos)),
+            opt(j.finish.map(Instant::as_nanos)),
+            opt(j.response().map(|d| d.as_nanos())),
+            j.deadline.as_nanos().to_string(),
+            j.missed(end).to_string(),
+            opt(j.lateness_ns()),
+        ])?;
+    }
+    out.flush()?;
+    Ok(())
+}

@@ -1,0 +1,243 @@
+//! The human-readable summary `hsched sim` prints by default: a header, a
+//! table of threads, a table of schedulers, one global line and the notable
+//! log entries.
+//!
+//! It is built from [`crate::metrics()`], so the terminal and the JSON never
+//! disagree. Durations use core's `Display` (`1.5ms`); shares are percent of
+//! **one** CPU over the horizon (a node fed by two busy CPUs shows 200%).
+
+use crate::metrics::{metrics, Metrics};
+use hsched_core::Duration;
+use hsched_model::{LogKind, RunResult};
+use std::fmt::Write as _;
+
+/// At most this many log lines are printed; the rest is counted.
+const MAX_LOG_LINES: usize = 20;
+
+/// Renders the terminal summary of a run (ends with a newline).
+pub fn summary(result: &RunResult) -> String {
+    let m = metrics(result);
+    let mut out = String::new();
+    header(&m, &mut out);
+    threads(&m, &mut out);
+    schedulers(&m, &mut out);
+    global(&m, &mut out);
+    log(&m, &mut out);
+    out
+}
+
+fn header(m: &Metrics, out: &mut String) {
+    let g = &m.global;
+    let _ = writeln!(
+        out,
+        "scenario {}  platform {}  cpus {}  horizon {}  seed {}",
+        g.scenario,
+        g.platform,
+        g.cpus,
+        Duration::from_nanos(g.horizon_ns),
+        g.seed
+    );
+}
+
+fn threads(m: &Metrics, out: &mut String) {
+    let _ = writeln!(out, "\nthreads (share: % of one CPU)");
+    if m.threads.is_empty() {
+        let _ = writeln!(out, "  (none)");
+        return;
+    }
+    let mut t = Table::new(&[
+        ("name", Align::Left),
+        ("scheduler", Align::Left),
+        ("cpu time", Align::Right),
+        ("share", Align::Right),
+        ("wakeup p99", Align::Right),
+        ("jobs", Align::Right),
+        ("misses", Align::Right),
+        ("ctx sw", Align::Right),
+    ]);
+    for th in &m.threads {
+        t.row(vec![
+            th.name.clone(),
+            th.scheduler.clone(),
+            dur(th.cpu_time_ns),
+            percent(th.share),
+            th.wakeup_latency.p99_ns.map_or_else(|| "-".into(), dur),
+            th.jobs.to_string(),
+            th.deadline_misses.to_string(),
+            th.context_switches.to_string(),
+        ]);
+    }
+    t.render(out);
+}
+
+fn schedulers(m: &Metrics, out: &mut String) {
+    let _ = writeln!(out, "\nschedulers");
+    if m.schedulers.is_empty() {
+        let _ = writeln!(out, "  (none)");
+        return;
+    }
+    let mut t = Table::new(&[
+        ("name", Align::Left),
+        ("policy", Align::Left),
+        ("received", Align::Right),
+        ("share", Align::Right),
+    ]);
+    for s in &m.schedulers {
+        // A node that left the hierarchy is marked, so its low share is not
+        // read as starvation.
+        let name = if s.alive {
+            s.name.clone()
+        } else {
+            format!("{} (gone)", s.name)
+        };
+        t.row(vec![
+            name,
+            s.policy.clone(),
+            dur(s.received_ns),
+            percent(s.share),
+        ]);
+    }
+    t.render(out);
+}
+
+fn global(m: &Metrics, out: &mut String) {
+    let g = &m.global;
+    let rate = g
+        .events_per_wall_second
+        .map_or_else(|| "-".to_string(), compact);
+    let _ = writeln!(
+        out,
+        "\nglobal  decisions {}  events {} ({}/s wall)  idle {}  switch overhead {}  deadline misses {}/{}",
+        g.decisions,
+        g.events,
+        rate,
+        percent(g.idle_fraction),
+        dur(g.overhead_ns),
+        g.deadline_misses,
+        g.jobs
+    );
+}
+
+fn log(m: &Metrics, out: &mut String) {
+    // Replies to messages are routine and can be many; they stay in the JSON.
+    let shown: Vec<_> = m.log.iter().filter(|e| e.kind != LogKind::Reply).collect();
+    if shown.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nlog");
+    let mut t = Table::new(&[
+        ("at", Align::Right),
+        ("kind", Align::Left),
+        ("", Align::Left),
+    ]);
+    t.header = false;
+    for e in shown.iter().take(MAX_LOG_LINES) {
+        t.row(vec![
+            format!("t={}", Duration::from_nanos(e.at_ns)),
+            kind_name(e.kind).to_string(),
+            e.text.clone(),
+        ]);
+    }
+    t.render(out);
+    let hidden = shown.len().saturating_sub(MAX_LOG_LINES);
+    if hidden > 0 {
+        let _ = writeln!(out, "  ... and {hidden} more (see the metrics JSON)");
+    }
+}
+
+fn kind_name(k: LogKind) -> &'static str {
+    match k {
+        LogKind::Eject => "eject",
+        LogKind::Watchdog => "watchdog",
+        LogKind::Refused => "refused",
+        LogKind::Script => "script",
+        LogKind::Moved => "moved",
+        LogKind::Reply => "reply",
+    }
+}
+
+fn dur(ns: u64) -> String {
+    Duration::from_nanos(ns).to_string()
+}
+
+fn percent(share: Option<f64>) -> String {
+    share.map_or_else(|| "-".to_string(), |s| format!("{:.1}%", s * 100.0))
+}
+
+/// A rate with an SI suffix: `950`, `12.3k`, `4.56M`, `1.20G`.
+fn compact(x: f64) -> String {
+    if x >= 1e9 {
+        format!("{:.2}G", x / 1e9)
+    } else if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.1}k", x / 1e3)
+    } else {
+        format!("{x:.0}")
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Align {
+    Left,
+    Right,
+}
+
+/// A text table: columns padded to their widest cell (in characters, so
+/// non-ASCII names line up), two spaces apart, indented by two.
+struct Table {
+    columns: Vec<(String, Align)>,
+    rows: Vec<Vec<String>>,
+    header: bool,
+}
+
+impl Table {
+    fn new(columns: &[(&str, Align)]) -> Self {
+        Table {
+            columns: columns.iter().map(|&(h, a)| (h.to_string(), a)).collect(),
+            rows: Vec::new(),
+            header: true,
+        }
+    }
+
+    fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    fn render(&self, out: &mut String) {
+        let header: Vec<String> = self.columns.iter().map(|(h, _)| h.clone()).collect();
+        let lines: Vec<&Vec<String>> = if self.header {
+            std::iter::once(&header).chain(&self.rows).collect()
+        } else {
+            self.rows.iter().collect()
+        };
+        let width = |i: usize| {
+            lines
+                .iter()
+                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..self.columns.len()).map(width).collect();
+        for r in lines {
+            let mut line = String::from(" ");
+            for (i, (_, align)) in self.columns.iter().enumerate() {
+                let cell = r.get(i).map_or("", String::as_str);
+                let pad = widths[i] - cell.chars().count();
+                line.push(' ');
+                match align {
+                    Align::Left => {
+                        line.push_str(cell);
+                        line.push_str(&" ".repeat(pad));
+                    }
+                    Align::Right => {
+                        line.push_str(&" ".repeat(pad));
+                        line.push_str(cell);
+                    }
+                }
+                line.push(' ');
+            }
+            let _ = writeln!(out, "{}", line.trim_end());
+        }
+    }
+}

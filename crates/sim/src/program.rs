@@ -1,0 +1,127 @@
+//! Workload programs compiled to a flat instruction list, and the seeded
+//! draws of their durations.
+//!
+//! Loops and periodic timers become jump pairs so that a thread's position
+//! is one index plus a small stack of counters: cheap to step, trivially
+//! deterministic.
+
+use hsched_core::{Duration, Instant, Msg};
+use hsched_model::{Dist, Op, Target};
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use rand_distr::{Distribution, Exp, Normal};
+
+#[derive(Clone, Debug)]
+pub(crate) enum Instr {
+    Run(Dist),
+    Sleep(Dist),
+    Lock(usize),
+    Unlock(usize),
+    Msg(Target, Msg),
+    Yield,
+    /// Start of a loop; `end` is the index after the matching `LoopEnd`.
+    LoopStart { count: Option<u64>, end: usize },
+    LoopEnd { start: usize },
+    /// Start of a periodic timer; `end` is the index after its `JobEnd`.
+    PeriodicStart {
+        period: Duration,
+        deadline: Duration,
+        offset: Duration,
+        jobs: Option<u64>,
+        end: usize,
+    },
+    /// Wait for the next release of the innermost periodic timer, then start a job.
+    AwaitRelease,
+    JobEnd { start: usize },
+}
+
+/// Compiles a program; mutex names are interned through `mutex_id`.
+pub(crate) fn compile(ops: &[Op], mutex_id: &mut impl FnMut(&str) -> usize) -> Vec<Instr> {
+    let mut out = Vec::new();
+    emit(ops, &mut out, mutex_id);
+    out
+}
+
+fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usize) {
+    for op in ops {
+        match op {
+            Op::Run(d) => out.push(Instr::Run(d.clone())),
+            Op::Sleep(d) => out.push(Instr::Sleep(d.clone())),
+            Op::Lock(m) => out.push(Instr::Lock(mutex_id(m))),
+            Op::Unlock(m) => out.push(Instr::Unlock(mutex_id(m))),
+            Op::Msg { to, msg } => out.push(Instr::Msg(to.clone(), msg.clone())),
+            Op::Yield => out.push(Instr::Yield),
+            Op::Loop { count, body } => {
+                let start = out.len();
+                out.push(Instr::LoopStart { count: *count, end: 0 });
+                emit(body, out, mutex_id);
+                out.push(Instr::LoopEnd { start });
+                let end = out.len();
+                out[start] = Instr::LoopStart { count: *count, end };
+            }
+            Op::Periodic {
+                period,
+                deadline,
+                offset,
+                jobs,
+                body,
+            } => {
+                let start = out.len();
+                out.push(Instr::AwaitRelease); // placeholder, replaced below
+                out.push(Instr::AwaitRelease);
+                emit(body, out, mutex_id);
+                out.push(Instr::JobEnd { start });
+                let end = out.len();
+                out[start] = Instr::PeriodicStart {
+                    period: *period,
+                    deadline: *deadline,
+                    offset: *offset,
+                    jobs: *jobs,
+                    end,
+                };
+            }
+        }
+    }
+}
+
+/// Draws a duration. Continuous distributions are drawn in floating point
+/// (this is the workload, not a decision) and rounded to whole nanoseconds.
+pub(crate) fn draw(dist: &Dist, rng: &mut ChaCha8Rng) -> Duration {
+    match *dist {
+        Dist::Fixed(d) => d,
+        Dist::Uniform { min, max } => Duration(rng.gen_range(min.as_nanos()..=max.as_nanos())),
+        Dist::Exponential { mean, max } => {
+            let lambda = 1.0 / (mean.as_nanos().max(1) as f64);
+            let x: f64 = Exp::new(lambda).map(|e| e.sample(rng)).unwrap_or(0.0);
+            Duration((x.round() as u64).min(max.as_nanos()))
+        }
+        Dist::Normal { mean, sd, min, max } => {
+            let x: f64 = Normal::new(mean.as_nanos() as f64, sd.as_nanos() as f64)
+                .map(|n| n.sample(rng))
+                .unwrap_or(mean.as_nanos() as f64);
+            let x = x.round().max(0.0) as u64;
+            Duration(x.clamp(min.as_nanos(), max.as_nanos().max(min.as_nanos())))
+        }
+    }
+}
+
+/// Where a thread is in its program.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Cursor {
+    pub pc: usize,
+    /// Remaining iterations of enclosing finite loops (innermost last);
+    /// `u64::MAX` for an infinite loop.
+    pub loops: Vec<u64>,
+    /// Enclosing periodic timers (innermost last).
+    pub periodic: Vec<PeriodicState>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct PeriodicState {
+    /// Index of the `PeriodicStart` instruction.
+    pub start: usize,
+    pub next_release: Instant,
+    pub job: u64,
+    /// Index into the run's job records of the job in progress.
+    pub record: Option<usize>,
+}

@@ -1,0 +1,66 @@
+//! Scenarios built in code, for benchmarks and tests: many CPU-bound
+//! threads under a chain of schedulers.
+
+use hsched_core::{Duration, Instant, Params, Value};
+use hsched_model::{Dist, Machine, Op, ParentLink, Program, Scenario, SchedulerSpec, ThreadSpec};
+
+/// `threads` CPU-bound threads under `rr` (quantum `quantum`) at the bottom
+/// of a chain of `levels` schedulers: `levels - 1` fixed-priority schedulers,
+/// each the only child of the one above, then the `rr`. Every instance has
+/// one VP per CPU.
+pub fn cpu_bound(threads: usize, levels: usize, cpus: u32, quantum: Duration, horizon: Duration) -> Scenario {
+    assert!(levels >= 1);
+    let mut schedulers = Vec::new();
+    for level in 0..levels {
+        let (name, policy, params) = if level + 1 == levels {
+            ("rr".to_string(), "rr", Params::new().with("quantum", Value::Duration(quantum)))
+        } else {
+            (format!("fp{level}"), "fp", Params::new())
+        };
+        let parents = if level == 0 {
+            vec![]
+        } else {
+            vec![ParentLink {
+                parent: schedulers.last().map(|s: &SchedulerSpec| s.name.clone()).unwrap(),
+                vps: cpus,
+                params: Params::new(),
+            }]
+        };
+        schedulers.push(SchedulerSpec {
+            name,
+            policy: policy.to_string(),
+            params,
+            parents,
+        });
+    }
+    let forever = Program {
+        ops: vec![Op::Loop {
+            count: None,
+            body: vec![Op::Run(Dist::Fixed(Duration::from_secs(3600)))],
+        }],
+    };
+    Scenario {
+        name: format!("cpu-bound-{threads}x{levels}"),
+        description: String::new(),
+        machine: Machine {
+            cpus,
+            context_switch: Duration::ZERO,
+            tick: None,
+            watchdog: None,
+        },
+        horizon,
+        seed: 1,
+        schedulers,
+        default_scheduler: "rr".into(),
+        threads: (0..threads)
+            .map(|i| ThreadSpec {
+                name: format!("t{i}"),
+                parent: "rr".into(),
+                params: Params::new(),
+                arrival: Instant::ZERO,
+                program: forever.clone(),
+            })
+            .collect(),
+        script: vec![],
+    }
+}
