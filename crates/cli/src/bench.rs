@@ -2,45 +2,37 @@
 //! decision per hierarchy level, measured side by side in one run.
 //!
 //! The machine this runs on may be shared and noisy, so every figure is the
-//! median of several interleaved repetitions, and the figures that matter
-//! are ratios between configurations measured in the same run. Set-up cost
-//! (creating 100,000 threads) is removed by timing two horizons and taking
-//! the difference.
+//! median of several repetitions, and the figures that matter are ratios
+//! between configurations measured in the same run. Set-up cost (creating
+//! 100,000 threads, their first wake-ups) is kept out by warming each run up
+//! before the timed window.
 
 use crate::CliError;
-use hsched_core::Duration;
-use hsched_sim::{run, workloads, SimOptions};
+use hsched_core::{Duration, Instant};
+use hsched_sim::{workloads, SimOptions, Simulation};
 use std::time::Instant as WallClock;
 
-/// One measured configuration.
-struct Sample {
-    decisions: u64,
-    events: u64,
-    wall_ns: u64,
-}
-
-fn measure(threads: usize, levels: usize, quanta: u64) -> Result<Sample, CliError> {
+/// Wall nanoseconds per decision and events per wall-second at steady
+/// state: the run is warmed up for a fifth of its quanta (thread creation,
+/// first wake-ups), then a window of the rest is timed.
+fn measure(threads: usize, levels: usize, quanta: u64) -> Result<(f64, f64), CliError> {
     let quantum = Duration::from_millis(1);
-    let horizon = Duration::from_millis(quanta);
+    let horizon = Duration::from_millis(quanta + quanta / 5 + 1);
     let scn = workloads::cpu_bound(threads, levels, 1, quantum, horizon);
+    let mut sim = Simulation::new(&scn, &SimOptions::default(), &[]).map_err(CliError::Failed)?;
+    sim.run_until(Instant::ZERO + Duration::from_millis(quanta / 5));
+    let (d0, e0) = (sim.decisions(), sim.events());
     let started = WallClock::now();
-    let r = run(&scn, &SimOptions::default()).map_err(CliError::Failed)?;
-    Ok(Sample {
-        decisions: r.decisions,
-        events: r.events,
-        wall_ns: started.elapsed().as_nanos() as u64,
-    })
+    sim.run_until(Instant::ZERO + Duration::from_millis(quanta / 5 + quanta));
+    let wall = started.elapsed().as_nanos() as f64;
+    let (d, e) = (sim.decisions() - d0, sim.events() - e0);
+    Ok((wall / d.max(1) as f64, e as f64 / (wall / 1e9)))
 }
 
-/// Wall nanoseconds per decision at steady state: the difference between a
-/// long and a short run, so that set-up cost cancels.
 fn per_decision(threads: usize, levels: usize, quanta: u64, reps: usize) -> Result<f64, CliError> {
     let mut costs = Vec::new();
     for _ in 0..reps {
-        let short = measure(threads, levels, quanta / 5)?;
-        let long = measure(threads, levels, quanta)?;
-        let d = long.decisions.saturating_sub(short.decisions).max(1);
-        costs.push(long.wall_ns.saturating_sub(short.wall_ns) as f64 / d as f64);
+        costs.push(measure(threads, levels, quanta)?.0);
     }
     Ok(median(&mut costs))
 }
@@ -60,8 +52,7 @@ pub fn command(quick: bool) -> Result<(), CliError> {
     // Throughput: 100 CPU-bound threads under rr on one CPU.
     let mut rates = Vec::new();
     for _ in 0..reps {
-        let s = measure(100, 1, quanta * 2)?;
-        rates.push(s.events as f64 / (s.wall_ns as f64 / 1e9));
+        rates.push(measure(100, 1, quanta * 2)?.1);
     }
     let rate = median(&mut rates);
     println!();

@@ -171,8 +171,9 @@ pub enum Effect {
     CancelTimer { key: TimerKey },
     /// Make `vp` requesting (no effect if already requesting or held).
     Request(ParentVp),
-    /// Make `vp` idle if it is requesting; if it is held, give the CPU back
-    /// (same as answering `Release` on it).
+    /// Make `vp` idle if it is requesting. If it is held, the CPU on it is
+    /// re-decided: the policy's next `vp_grant` answers `Release` to give it
+    /// back.
     Release(ParentVp),
     /// Keep exactly `min(n, vps)` VPs requesting or held: requests idle VPs
     /// (lowest first) or releases requesting ones that hold no CPU (highest

@@ -405,6 +405,16 @@ impl Dispatcher {
         }
     }
 
+    /// Ends the run at `now`: charges every CPU's current run segment so that
+    /// each scheduler's received time covers the whole run.
+    pub fn close(&mut self, p: &mut dyn Platform, now: Instant) {
+        self.set_now(now);
+        for cpu in 0..self.cpus.len() {
+            self.end_segment(cpu);
+        }
+        self.settle(p);
+    }
+
     // ----- internals: time, timers ------------------------------------------
 
     pub(crate) fn set_now(&mut self, now: Instant) {

@@ -53,51 +53,110 @@ pub fn run_with_policies(
     opts: &SimOptions,
     extra: &[&'static hsched_core::PolicyInfo],
 ) -> Result<RunResult, String> {
-    let started = std::time::Instant::now();
-    let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
-    let seed = opts.seed.unwrap_or(scn.seed);
-    let mut disp = Dispatcher::new(Config {
-        cpus: scn.machine.cpus,
-        tick: scn.machine.tick,
-        watchdog: scn.machine.watchdog,
-        check_invariants: opts.check_invariants,
-    });
-    for info in extra {
-        disp.add_policy(info);
-    }
-    let mut world = World::new(scn, seed, opts.trace);
-    build_hierarchy(&mut disp, &mut world, scn)?;
+    let mut sim = Simulation::new(scn, opts, extra)?;
+    sim.run_until(sim.horizon);
+    Ok(sim.finish())
+}
 
-    for (i, spec) in scn.threads.iter().enumerate() {
-        world.push(spec.arrival, Ev::Arrive(i));
-    }
-    for (i, ev) in scn.script.iter().enumerate() {
-        world.push(ev.at, Ev::Script(i));
+/// A simulation that can be advanced in steps (benchmarks time a window
+/// of a run; tools can look at it between steps).
+pub struct Simulation<'a> {
+    scn: &'a Scenario,
+    disp: Dispatcher,
+    world: World,
+    horizon: Instant,
+    seed: u64,
+    world_events: u64,
+    started: std::time::Instant,
+}
+
+impl<'a> Simulation<'a> {
+    /// Builds the hierarchy and schedules arrivals and script steps.
+    pub fn new(
+        scn: &'a Scenario,
+        opts: &SimOptions,
+        extra: &[&'static hsched_core::PolicyInfo],
+    ) -> Result<Self, String> {
+        let started = std::time::Instant::now();
+        let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
+        let seed = opts.seed.unwrap_or(scn.seed);
+        let mut disp = Dispatcher::new(Config {
+            cpus: scn.machine.cpus,
+            tick: scn.machine.tick,
+            watchdog: scn.machine.watchdog,
+            check_invariants: opts.check_invariants,
+        });
+        for info in extra {
+            disp.add_policy(info);
+        }
+        let mut world = World::new(scn, seed, opts.trace);
+        build_hierarchy(&mut disp, &mut world, scn)?;
+        for (i, spec) in scn.threads.iter().enumerate() {
+            world.push(spec.arrival, Ev::Arrive(i));
+        }
+        for (i, ev) in scn.script.iter().enumerate() {
+            world.push(ev.at, Ev::Script(i));
+        }
+        Ok(Simulation {
+            scn,
+            disp,
+            world,
+            horizon,
+            seed,
+            world_events: 0,
+            started,
+        })
     }
 
-    let mut events = 0u64;
-    loop {
-        let next_world = world.events.peek().map(|Reverse((t, _, _))| *t);
-        let next_disp = disp.next_deadline();
-        let (t, from_world) = match (next_world, next_disp) {
-            (Some(w), Some(d)) if d < w => (d, false),
-            (Some(w), _) => (w, true),
-            (None, Some(d)) => (d, false),
-            (None, None) => break,
-        };
-        if t >= horizon {
-            break;
-        }
-        if from_world {
-            events += 1;
-            let Reverse((now, _, ev)) = world.events.pop().unwrap();
-            world.handle(&mut disp, scn, now, ev);
-        } else {
-            disp.advance(&mut world, t);
+    /// The end of the run.
+    pub fn horizon(&self) -> Instant {
+        self.horizon
+    }
+
+    /// Decisions made so far.
+    pub fn decisions(&self) -> u64 {
+        self.disp.decisions()
+    }
+
+    /// Events processed so far.
+    pub fn events(&self) -> u64 {
+        self.world_events + self.disp.timers_fired()
+    }
+
+    /// Processes every event before `until` (and before the horizon), in
+    /// (time, sequence) order; workload events first at equal times.
+    pub fn run_until(&mut self, until: Instant) {
+        let stop = until.min(self.horizon);
+        loop {
+            let next_world = self.world.events.peek().map(|Reverse((t, _, _))| *t);
+            let next_disp = self.disp.next_deadline();
+            let (t, from_world) = match (next_world, next_disp) {
+                (Some(w), Some(d)) if d < w => (d, false),
+                (Some(w), _) => (w, true),
+                (None, Some(d)) => (d, false),
+                (None, None) => break,
+            };
+            if t >= stop {
+                break;
+            }
+            if from_world {
+                self.world_events += 1;
+                let Reverse((now, _, ev)) = self.world.events.pop().unwrap();
+                self.world.handle(&mut self.disp, self.scn, now, ev);
+            } else {
+                self.disp.advance(&mut self.world, t);
+            }
         }
     }
-    let events = events + disp.timers_fired();
-    Ok(world.finish(&mut disp, scn, horizon, seed, events, started.elapsed()))
+
+    /// Runs to the horizon and assembles the result.
+    pub fn finish(mut self) -> RunResult {
+        self.run_until(self.horizon);
+        let events = self.events();
+        let wall = self.started.elapsed();
+        self.world
+            .finish(&mut self.disp, self.scn, self.horizon, self.seed, events, wall)
+    }
 }
 
 /// Creates the scenario's scheduler instances and attaches them, parents first.
@@ -643,6 +702,7 @@ impl World {
         events: u64,
         wall: std::time::Duration,
     ) -> RunResult {
+        disp.close(&mut self, horizon);
         for cpu in 0..self.cpus.len() {
             self.flush(CpuId(cpu as u32), horizon);
         }

@@ -130,7 +130,8 @@ fn as_root(info: &PolicyInfo, cpus: u32) -> Scenario {
         "p".to_string()
     } else {
         let child_params = example_params(&(info.child_params)());
-        schedulers.push(sched("inner", find("rr"), vec![link("p", cpus, child_params)]));
+        let vps = cpus.min(info.max_children);
+        schedulers.push(sched("inner", find("rr"), vec![link("p", vps, child_params)]));
         "inner".to_string()
     };
     let thread_params = example_params(&(find_policy(&threads_under, &schedulers).child_params)());
@@ -162,7 +163,8 @@ fn in_middle(info: &PolicyInfo, cpus: u32) -> Scenario {
     let threads_under = if info.max_children >= 6 {
         "p".to_string()
     } else {
-        schedulers.push(sched("inner", rr, vec![link("p", cpus, child_params.clone())]));
+        let vps = cpus.min(info.max_children);
+        schedulers.push(sched("inner", rr, vec![link("p", vps, child_params.clone())]));
         "inner".to_string()
     };
     let thread_params = example_params(&(find_policy(&threads_under, &schedulers).child_params)());
