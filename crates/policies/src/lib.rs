@@ -5,12 +5,30 @@
 //!
 //! Like `core`, this crate does no I/O, reads no clock and uses no floating
 //! point in decisions.
+//!
+//! - [`fifo`]: first come, first served, run to block (the template policy;
+//!   `docs/writing-a-policy.md` walks through it).
+//! - [`rr`]: round-robin time sharing with a quantum.
+//! - [`fp`]: preemptive fixed priority.
+//! - [`join`]: HLS join (several parents, one child).
+//! - [`limit`]: HLS limit (caps a child at a budget per period).
+//!
+//! [`testkit`] drives a policy directly, without the dispatcher, for tests.
 
 use hsched_core::{Params, PolicyInfo, Scheduler};
 
+pub mod fifo;
+pub mod fp;
+pub mod join;
+pub mod limit;
+pub mod rr;
+pub mod testkit;
+
+static REGISTRY: [PolicyInfo; 5] = [fifo::INFO, rr::INFO, fp::INFO, join::INFO, limit::INFO];
+
 /// Every registered policy type, in the order `hsched policies` lists them.
 pub fn registry() -> &'static [PolicyInfo] {
-    &[]
+    &REGISTRY
 }
 
 /// The policy type registered under `name`.
@@ -30,4 +48,61 @@ pub fn build(policy: &str, params: &Params) -> Result<Box<dyn Scheduler>, String
         .resolve(&(info.params)())
         .map_err(|e| format!("policy `{policy}`: {e}"))?;
     (info.build)(&resolved).map_err(|e| format!("policy `{policy}`: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hsched_core::{Duration, Value};
+
+    #[test]
+    fn registry_lists_the_policies_in_order() {
+        let names: Vec<&str> = registry().iter().map(|p| p.name).collect();
+        assert_eq!(names, ["fifo", "rr", "fp", "join", "limit"]);
+        for info in registry() {
+            assert_eq!(find(info.name).map(|p| p.name), Some(info.name));
+            assert!(
+                !info.summary.contains('\n'),
+                "{}: summary is one line",
+                info.name
+            );
+            assert!(info.max_parents >= 1 && info.max_children >= 1);
+        }
+        let join = find("join").unwrap();
+        assert_eq!(
+            (join.max_parents, join.max_children),
+            (join::MAX_PARENTS, 1)
+        );
+        assert_eq!(find("limit").unwrap().max_children, 1);
+    }
+
+    #[test]
+    fn every_policy_builds_and_names_itself() {
+        for info in registry() {
+            let params = match info.name {
+                "limit" => Params::new()
+                    .with("budget", Value::Duration(Duration::from_millis(2)))
+                    .with("period", Value::Duration(Duration::from_millis(10))),
+                _ => Params::new(),
+            };
+            let sched = build(info.name, &params).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(sched.policy(), info.name);
+            assert!(sched.check_invariants().is_ok());
+        }
+    }
+
+    #[test]
+    fn build_errors_name_the_policy_and_the_parameter() {
+        let Err(e) = build("nope", &Params::new()) else {
+            panic!("unknown policy built");
+        };
+        assert!(
+            e.contains("unknown policy `nope`") && e.contains("fifo"),
+            "{e}"
+        );
+        let Err(e) = build("rr", &Params::new().with("quantum", Value::Bool(true))) else {
+            panic!("a bool quantum was accepted");
+        };
+        assert!(e.starts_with("policy `rr`") && e.contains("quantum"), "{e}");
+    }
 }

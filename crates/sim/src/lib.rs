@@ -265,8 +265,11 @@ struct SimThread {
     /// What the dispatcher was told: runnable or not.
     runnable: bool,
     exited: bool,
-    /// Bumped on every change that invalidates a pending Wake/Complete.
-    gen: u64,
+    /// Bumped whenever a pending `Complete` becomes stale (taken off the
+    /// CPU, work changed).
+    run_gen: u64,
+    /// Bumped whenever a pending `Wake` becomes stale.
+    wake_gen: u64,
     cpu: Option<CpuId>,
     last_cpu: Option<CpuId>,
     woke_at: Option<Instant>,
@@ -343,13 +346,13 @@ impl World {
         match ev {
             Ev::Arrive(i) => self.arrive(disp, scn, now, i),
             Ev::Wake(t, gen) => {
-                if self.threads[t.index()].gen == gen {
+                if self.threads[t.index()].wake_gen == gen {
                     self.resume(disp, now, t);
                 }
             }
             Ev::Complete(t, gen) => {
                 let th = &self.threads[t.index()];
-                if th.gen == gen {
+                if th.run_gen == gen {
                     let cpu = th.cpu.expect("a completing thread is on a CPU");
                     self.flush(cpu, now);
                     debug_assert!(self.threads[t.index()].remaining.is_zero());
@@ -389,7 +392,8 @@ impl World {
             remaining: Duration::ZERO,
             runnable: false,
             exited: false,
-            gen: 0,
+            run_gen: 0,
+            wake_gen: 0,
             cpu: None,
             last_cpu: None,
             woke_at: None,
@@ -476,7 +480,8 @@ impl World {
                 th.exited = true;
                 th.runnable = false;
                 th.stats.exit = Some(now);
-                th.gen += 1;
+                th.run_gen += 1;
+                th.wake_gen += 1;
                 disp.thread_exit(self, now, t);
             }
         }
@@ -505,8 +510,8 @@ impl World {
                     th.cursor.pc += 1;
                     let d = draw(d, &mut th.rng);
                     if !d.is_zero() {
-                        th.gen += 1;
-                        let gen = th.gen;
+                        th.wake_gen += 1;
+                        let gen = th.wake_gen;
                         self.push(now.saturating_add(d), Ev::Wake(t, gen));
                         return Outcome::Blocked;
                     }
@@ -597,8 +602,8 @@ impl World {
                         continue;
                     }
                     if now < p.next_release {
-                        th.gen += 1;
-                        let (gen, at) = (th.gen, p.next_release);
+                        th.wake_gen += 1;
+                        let (gen, at) = (th.wake_gen, p.next_release);
                         self.push(at, Ev::Wake(t, gen));
                         return Outcome::Blocked;
                     }
@@ -606,11 +611,13 @@ impl World {
                     let job = p.job;
                     p.record = Some(self.jobs.len());
                     th.cursor.pc += 1;
+                    // A late job that follows its predecessor on the CPU starts now.
+                    let start = th.cpu.map(|_| now);
                     self.jobs.push(JobRecord {
                         thread: t,
                         job,
                         release,
-                        start: None,
+                        start,
                         finish: None,
                         deadline: release.saturating_add(*deadline),
                     });
@@ -640,8 +647,8 @@ impl World {
     fn arm_completion(&mut self, t: ThreadId) {
         let th = &mut self.threads[t.index()];
         let Some(cpu) = th.cpu else { return };
-        th.gen += 1;
-        let gen = th.gen;
+        th.run_gen += 1;
+        let gen = th.run_gen;
         let start = self.cpus[cpu.index()].switch_end.max(self.cpus[cpu.index()].seg_start);
         let at = start.saturating_add(th.remaining);
         self.push(at, Ev::Complete(t, gen));
@@ -778,7 +785,7 @@ impl Platform for World {
         if let Some(old) = c.thread.take() {
             let th = &mut self.threads[old.index()];
             th.cpu = None;
-            th.gen += 1;
+            th.run_gen += 1;
             if th.runnable {
                 th.waiting_since = Some(now);
             }

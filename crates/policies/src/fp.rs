@@ -1,0 +1,695 @@
+//! `fp`: preemptive fixed priority.
+//!
+//! **Source.** Regehr & Stankovic, "HLS: A Framework for Composing Soft
+//! Real-Time Schedulers", §4 (the fixed-priority scheduler of Table 1) and
+//! §5.1 ("Fixed Priority"): a preemptive fixed-priority scheduler passes the
+//! guarantee it receives to its highest-priority child and NULL to the
+//! others. Equal priorities are served FIFO or round-robin, as POSIX
+//! `SCHED_FIFO` / `SCHED_RR`.
+//!
+//! **Algorithm.** Each child attaches with a priority `prio` (higher runs
+//! first). Runnable children wait in one ordered queue keyed by
+//! (priority, arrival). A CPU that needs a decision runs the head. On every
+//! change (a wake-up, a CPU decided or taken back) the scheduler keeps the
+//! running set equal to the top `k` runnable children, `k` being the CPUs it
+//! holds: while the best waiting child outranks the worst running one (and
+//! no idle CPU will take it), it preempts the worst running one with
+//! `Cx::revoke`; the `vp_grant` that follows runs the best waiting child.
+//! A preempted child goes back to the *head* of its priority level. With
+//! the `quantum` parameter set, children of equal priority share the CPU
+//! round-robin: the horizon is the rest of the child's slice, and a child
+//! whose slice is used up goes to the *back* of its level with a new one.
+//! With `quantum = 0` (the default) equal priorities run FIFO, to block.
+//!
+//! **Guarantees.** Work conserving on any number of CPUs. Strict priority:
+//! after each decision, no waiting child has a higher priority than a
+//! running one, except while a preemption it asked for is on its way (the
+//! dispatcher applies effects right after the callback). On one CPU, the
+//! highest-priority runnable child receives every grant this scheduler gets,
+//! which is why it can inherit the parent's guarantee (admission control
+//! that keeps one child per priority is left to the analysis layer).
+//!
+//! **Limits.** Lower priorities can starve (that is the policy). No
+//! priority inheritance. On several CPUs it is *global* fixed priority
+//! (children migrate freely), with its known analysis limits. Cost: a
+//! decision, a wake-up or a release is O(log n) in the number of children
+//! (a `BTreeMap`); when a preemption must be considered it also scans the
+//! VPs, O(vps).
+
+use hsched_core::{
+    ChildId, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params, ParentVp,
+    PolicyInfo, Reject, Scheduler, Value, VpState,
+};
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BTreeSet};
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "fp",
+    summary: "preemptive fixed priority (child parameter `prio`, higher first)",
+    doc: "Runs the runnable children with the highest `prio` (child parameter, \
+          default 0); a waking child preempts the lowest-priority running child \
+          it outranks. Equal priorities run FIFO, or round-robin with `quantum`. \
+          Work conserving, global on several CPUs, O(log n) per decision. \
+          Passes its guarantee to its highest-priority child, NULL to the others \
+          (Regehr & Stankovic, HLS, section 5.1). Lower priorities can starve.",
+    params,
+    child_params,
+    build,
+    max_parents: 1,
+    max_children: u32::MAX,
+};
+
+/// The range of `prio`.
+pub const PRIO_MIN: i64 = -1_000_000;
+pub const PRIO_MAX: i64 = 1_000_000;
+
+fn params() -> Vec<ParamSpec> {
+    vec![ParamSpec::new(
+        "quantum",
+        ParamKind::Duration {
+            min: Duration::ZERO,
+        },
+        "round-robin slice among equal priorities; 0 = FIFO, run to block",
+    )
+    .with_default(Value::Duration(Duration::ZERO))]
+}
+
+fn child_params() -> Vec<ParamSpec> {
+    vec![ParamSpec::new(
+        "prio",
+        ParamKind::Int {
+            min: PRIO_MIN,
+            max: PRIO_MAX,
+        },
+        "priority; higher runs first",
+    )
+    .with_default(Value::Int(0))]
+}
+
+fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
+    let quantum = params.duration("quantum");
+    Ok(Box::new(FixedPriority::new(
+        (!quantum.is_zero()).then_some(quantum),
+    )))
+}
+
+/// Queue order: highest priority first, then lowest sequence number.
+type Key = (Reverse<i64>, u64);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Waiting(Key),
+    Running(ParentVp),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Child {
+    prio: i64,
+    state: State,
+    /// With a quantum: what is left of the current slice.
+    slice_left: Duration,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    child: ChildId,
+    until: Instant,
+    /// A revoke of this child was asked and its re-decision is pending.
+    preempting: bool,
+}
+
+/// The fixed-priority scheduler. See the module documentation.
+#[derive(Debug)]
+pub struct FixedPriority {
+    quantum: Option<Duration>,
+    children: Vec<Option<Child>>,
+    queue: BTreeMap<Key, ChildId>,
+    /// Running children not being preempted, lowest priority first: the
+    /// candidates for preemption.
+    running: BTreeSet<(i64, ParentVp)>,
+    slots: Vec<Option<Slot>>,
+    /// Slots with `preempting` set.
+    preempting: usize,
+    /// Sequence numbers: the back of a level counts up from the middle of
+    /// the range, the head counts down, so both ends are O(log n) inserts.
+    back_seq: u64,
+    head_seq: u64,
+    runnable: u32,
+}
+
+const MIDDLE: u64 = u64::MAX / 2;
+
+impl FixedPriority {
+    /// `quantum`: `None` for FIFO among equal priorities, `Some` for
+    /// round-robin (must be longer than zero).
+    pub fn new(quantum: Option<Duration>) -> Self {
+        FixedPriority {
+            quantum: quantum.filter(|q| !q.is_zero()),
+            children: Vec::new(),
+            queue: BTreeMap::new(),
+            running: BTreeSet::new(),
+            slots: Vec::new(),
+            preempting: 0,
+            back_seq: MIDDLE + 1,
+            head_seq: MIDDLE,
+            runnable: 0,
+        }
+    }
+
+    /// The priority `child` attached with.
+    pub fn prio(&self, child: ChildId) -> Option<i64> {
+        self.children
+            .get(child.index())
+            .copied()
+            .flatten()
+            .map(|c| c.prio)
+    }
+
+    fn child_mut(&mut self, child: ChildId) -> &mut Child {
+        self.children[child.index()]
+            .as_mut()
+            .expect("the dispatcher only names registered children")
+    }
+
+    fn full_slice(&self) -> Duration {
+        self.quantum.unwrap_or(Duration::MAX)
+    }
+
+    fn enqueue(&mut self, child: ChildId, at_head: bool) {
+        let seq = if at_head {
+            self.head_seq -= 1;
+            self.head_seq + 1
+        } else {
+            self.back_seq += 1;
+            self.back_seq - 1
+        };
+        let c = self.child_mut(child);
+        let key = (Reverse(c.prio), seq);
+        c.state = State::Waiting(key);
+        self.queue.insert(key, child);
+    }
+
+    /// Empties `vp`'s slot, keeping `running` and `preempting` in step.
+    fn clear_slot(&mut self, vp: ParentVp) -> Option<Slot> {
+        let slot = self.slots.get_mut(vp.index()).and_then(Option::take)?;
+        if slot.preempting {
+            self.preempting -= 1;
+        } else {
+            let prio = self.children[slot.child.index()].map_or(0, |c| c.prio);
+            self.running.remove(&(prio, vp));
+        }
+        Some(slot)
+    }
+
+    /// Whatever ran on `vp` stopped. A child still runnable goes back to the
+    /// head of its level (it was preempted), or to the back with a fresh
+    /// slice if its round-robin slice is used up.
+    fn stop(&mut self, vp: ParentVp, now: Instant) {
+        let Some(slot) = self.clear_slot(vp) else {
+            return;
+        };
+        let full = self.full_slice();
+        let c = self.child_mut(slot.child);
+        if c.state != State::Running(vp) {
+            return;
+        }
+        let used_up = c.slice_left.is_zero() || now >= slot.until;
+        if used_up {
+            c.slice_left = full;
+        }
+        self.enqueue(slot.child, !used_up);
+    }
+
+    fn forget_runnable(&mut self, state: State) {
+        match state {
+            State::Idle => return,
+            State::Waiting(key) => {
+                self.queue.remove(&key);
+            }
+            State::Running(vp) => {
+                self.clear_slot(vp);
+            }
+        }
+        self.runnable -= 1;
+    }
+
+    /// Keeps the running set equal to the top runnable children: while the
+    /// best waiting children outrank the worst running ones, preempt those.
+    /// Idle held CPUs (at the root, after a `Release`) and CPUs already
+    /// being re-decided will take the best waiting children first, so only
+    /// the rest may preempt.
+    fn preempt_if_needed(&mut self, cx: &mut Cx) {
+        let Some((&(Reverse(best), _), _)) = self.queue.first_key_value() else {
+            return;
+        };
+        let Some(&(worst, _)) = self.running.first() else {
+            return;
+        };
+        if best <= worst {
+            return; // the common case, in O(log n)
+        }
+        let idle_held = (0..cx.vp_count())
+            .map(ParentVp)
+            .filter(|&vp| {
+                matches!(cx.vp_state(vp), VpState::Held(_))
+                    && self.slots.get(vp.index()).copied().flatten().is_none()
+            })
+            .count();
+        let mut absorbed = idle_held + self.preempting;
+        let mut victims = Vec::new();
+        let mut worst_first = self.running.iter();
+        for &(Reverse(prio), _) in self.queue.keys() {
+            if absorbed > 0 {
+                absorbed -= 1;
+                continue;
+            }
+            match worst_first.next() {
+                Some(&(running_prio, vp)) if prio > running_prio => {
+                    victims.push((running_prio, vp))
+                }
+                _ => break,
+            }
+        }
+        for (prio, vp) in victims {
+            self.running.remove(&(prio, vp));
+            let slot = self.slots[vp.index()]
+                .as_mut()
+                .expect("a running VP has a slot");
+            slot.preempting = true;
+            self.preempting += 1;
+            cx.revoke(slot.child);
+        }
+    }
+}
+
+impl Scheduler for FixedPriority {
+    fn policy(&self) -> &'static str {
+        "fp"
+    }
+
+    fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
+        let prio = params.opt_int("prio").unwrap_or(0);
+        let i = child.index();
+        if i >= self.children.len() {
+            self.children.resize(i + 1, None);
+        }
+        self.children[i] = Some(Child {
+            prio,
+            state: State::Idle,
+            slice_left: self.full_slice(),
+        });
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
+        let Some(c) = self.children.get(child.index()).copied().flatten() else {
+            return;
+        };
+        if c.state != State::Idle {
+            self.forget_runnable(c.state);
+            cx.want_cpus(self.runnable);
+        }
+        self.children[child.index()] = None;
+    }
+
+    /// A waking child joins the back of its level and, if it outranks a
+    /// running child and no CPU is free for it, preempts the lowest one.
+    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
+        let full = self.full_slice();
+        let c = self.child_mut(child);
+        if c.state != State::Idle {
+            return;
+        }
+        c.slice_left = full;
+        self.enqueue(child, false);
+        self.runnable += 1;
+        cx.want_cpus(self.runnable);
+        self.preempt_if_needed(cx);
+    }
+
+    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
+        let c = self.child_mut(child);
+        let state = std::mem::replace(&mut c.state, State::Idle);
+        if state != State::Idle {
+            self.forget_runnable(state);
+            cx.want_cpus(self.runnable);
+        }
+    }
+
+    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
+        let now = cx.now();
+        if vp.index() >= self.slots.len() {
+            self.slots.resize(vp.index() + 1, None);
+        }
+        self.stop(vp, now);
+        let Some((_, child)) = self.queue.pop_first() else {
+            return Dispatch::Release;
+        };
+        let round_robin = self.quantum.is_some();
+        let c = self.child_mut(child);
+        c.state = State::Running(vp);
+        let prio = c.prio;
+        let until = if round_robin {
+            now.saturating_add(c.slice_left)
+        } else {
+            Instant::NEVER
+        };
+        self.slots[vp.index()] = Some(Slot {
+            child,
+            until,
+            preempting: false,
+        });
+        self.running.insert((prio, vp));
+        // The child that stopped here may outrank one running elsewhere.
+        self.preempt_if_needed(cx);
+        Dispatch::Run { child, until }
+    }
+
+    /// The parent took a CPU: its child goes back to the head of its level,
+    /// and may outrank a child running on another of our CPUs.
+    fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
+        self.stop(vp, cx.now());
+        self.preempt_if_needed(cx);
+    }
+
+    fn charge(&mut self, _cx: &mut Cx, child: ChildId, ran: Duration) {
+        if self.quantum.is_none() {
+            return;
+        }
+        if let Some(Some(c)) = self.children.get_mut(child.index()) {
+            c.slice_left = c.slice_left.saturating_sub(ran);
+        }
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        for (key, &child) in &self.queue {
+            match self.children.get(child.index()).copied().flatten() {
+                Some(c) if c.state == State::Waiting(*key) && key.0 == Reverse(c.prio) => {}
+                other => {
+                    return Err(format!(
+                        "queue entry {key:?} -> {child} does not match {other:?}"
+                    ))
+                }
+            }
+        }
+        let (mut waiting, mut runnable) = (0, 0);
+        let full = self.full_slice();
+        for (i, c) in self.children.iter().enumerate() {
+            let Some(c) = c else { continue };
+            let child = ChildId(i as u32);
+            if c.slice_left > full {
+                return Err(format!("{child} has a slice longer than the quantum"));
+            }
+            match c.state {
+                State::Idle => {}
+                State::Waiting(key) => {
+                    waiting += 1;
+                    runnable += 1;
+                    if self.queue.get(&key) != Some(&child) {
+                        return Err(format!("{child} waits but is not queued under {key:?}"));
+                    }
+                    if c.slice_left.is_zero() {
+                        return Err(format!("{child} waits with an empty slice"));
+                    }
+                }
+                State::Running(vp) => {
+                    runnable += 1;
+                    if self
+                        .slots
+                        .get(vp.index())
+                        .copied()
+                        .flatten()
+                        .map(|s| s.child)
+                        != Some(child)
+                    {
+                        return Err(format!("{child} runs on {vp} but {vp} does not know it"));
+                    }
+                }
+            }
+        }
+        let mut preempting = 0;
+        let mut candidates = 0;
+        for (v, slot) in self.slots.iter().enumerate() {
+            let Some(slot) = slot else { continue };
+            let vp = ParentVp(v as u32);
+            let Some(c) = self.children.get(slot.child.index()).copied().flatten() else {
+                return Err(format!("{vp} runs {}, which is not registered", slot.child));
+            };
+            if c.state != State::Running(vp) {
+                return Err(format!(
+                    "{vp} runs {}, which is not running there",
+                    slot.child
+                ));
+            }
+            if slot.preempting {
+                preempting += 1;
+            } else {
+                candidates += 1;
+                if !self.running.contains(&(c.prio, vp)) {
+                    return Err(format!(
+                        "{} runs on {vp} but is no preemption candidate",
+                        slot.child
+                    ));
+                }
+            }
+        }
+        if waiting != self.queue.len() || runnable != self.runnable {
+            return Err(format!(
+                "queue holds {} / count says {} runnable; states say {waiting} waiting / {runnable} runnable",
+                self.queue.len(),
+                self.runnable
+            ));
+        }
+        if preempting != self.preempting || candidates != self.running.len() {
+            return Err(format!(
+                "{} preempting / {} candidates recorded, slots say {preempting} / {candidates}",
+                self.preempting,
+                self.running.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{strategy, Harness, Parent};
+    use hsched_core::Effect;
+    use proptest::prelude::*;
+
+    fn harness(vps: u32, parent: Parent, quantum: Option<Duration>) -> Harness<FixedPriority> {
+        Harness::new(Box::new(FixedPriority::new(quantum)), vps, parent)
+    }
+
+    fn prio(p: i64) -> Params {
+        Params::new().with("prio", Value::Int(p))
+    }
+
+    fn add(h: &mut Harness<FixedPriority>, prios: &[i64]) -> Vec<ChildId> {
+        prios
+            .iter()
+            .map(|&p| h.register(&prio(p)).unwrap())
+            .collect()
+    }
+
+    fn ms(n: u64) -> Instant {
+        Instant(Duration::from_millis(n).as_nanos())
+    }
+
+    #[test]
+    fn higher_priority_wakeup_preempts() {
+        let mut h = harness(1, Parent::Root, None);
+        let c = add(&mut h, &[0, 5, 9]);
+        h.wake(c[0]);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[0]));
+        h.take_effects();
+        h.wake(c[1]);
+        let effects = h.take_effects();
+        assert!(effects.contains(&Effect::Revoke(c[0])), "{effects:?}");
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[1]));
+        h.wake(c[2]);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[2]));
+        h.block(c[2]);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[1]));
+        h.block(c[1]);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[0]));
+    }
+
+    #[test]
+    fn lower_or_equal_priority_wakeup_does_not_preempt() {
+        let mut h = harness(1, Parent::Root, None);
+        let c = add(&mut h, &[3, 3, 1]);
+        h.wake(c[0]);
+        h.take_effects();
+        h.wake(c[1]);
+        h.wake(c[2]);
+        let effects = h.take_effects();
+        assert!(
+            !effects.iter().any(|e| matches!(e, Effect::Revoke(_))),
+            "{effects:?}"
+        );
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[0]));
+        h.advance(Duration::from_secs(1));
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[0]), "FIFO: run to block");
+        h.block(c[0]);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[1]));
+        h.block(c[1]);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[2]));
+    }
+
+    #[test]
+    fn preempted_child_resumes_first_in_its_level() {
+        let mut h = harness(1, Parent::Root, None);
+        let c = add(&mut h, &[1, 1, 7]);
+        h.wake(c[0]);
+        h.wake(c[1]);
+        h.wake(c[2]);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[2]));
+        h.block(c[2]);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[0]));
+    }
+
+    #[test]
+    fn preempts_the_lowest_running_child_on_several_cpus() {
+        let mut h = harness(2, Parent::Root, None);
+        let c = add(&mut h, &[3, 1, 2, 5, 6]);
+        h.wake(c[0]);
+        h.wake(c[1]);
+        let vp_of_low = h.where_runs(c[1]).unwrap();
+        h.take_effects();
+        h.wake(c[2]);
+        assert!(h.take_effects().contains(&Effect::Revoke(c[1])));
+        assert_eq!(h.running_on(vp_of_low), Some(c[2]));
+        h.wake(c[3]);
+        assert!(h.where_runs(c[2]).is_none(), "prio 2 was the lowest");
+        h.wake(c[4]);
+        let mut running: Vec<ChildId> = (0..2).filter_map(|v| h.running_on(ParentVp(v))).collect();
+        running.sort();
+        assert_eq!(running, vec![c[3], c[4]]);
+        h.block(c[4]);
+        let mut running: Vec<ChildId> = (0..2).filter_map(|v| h.running_on(ParentVp(v))).collect();
+        running.sort();
+        assert_eq!(running, vec![c[0], c[3]]);
+    }
+
+    #[test]
+    fn preempts_even_while_another_vp_is_only_requested() {
+        let mut h = harness(2, Parent::Manual, None);
+        let c = add(&mut h, &[1, 5]);
+        h.wake(c[0]);
+        h.grant(ParentVp(0));
+        h.take_effects();
+        h.wake(c[1]);
+        assert_eq!(
+            h.take_effects(),
+            vec![Effect::WantCpus(2), Effect::Revoke(c[0])]
+        );
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[1]));
+        assert_eq!(h.vp_state(ParentVp(1)), VpState::Requesting);
+        h.grant(ParentVp(1));
+        assert_eq!(h.running_on(ParentVp(1)), Some(c[0]));
+    }
+
+    #[test]
+    fn parent_revocation_displaces_a_lower_child_elsewhere() {
+        let mut h = harness(2, Parent::Manual, None);
+        let c = add(&mut h, &[9, 1]);
+        h.wake(c[0]);
+        h.wake(c[1]);
+        h.grant(ParentVp(0));
+        h.grant(ParentVp(1));
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[0]));
+        h.revoke(ParentVp(0));
+        assert_eq!(
+            h.running_on(ParentVp(1)),
+            Some(c[0]),
+            "prio 9 takes the CPU left"
+        );
+    }
+
+    #[test]
+    fn quantum_shares_a_level_round_robin() {
+        let q = Duration::from_millis(10);
+        let mut h = harness(1, Parent::Root, Some(q));
+        let c = add(&mut h, &[2, 2, 0]);
+        for &x in &c {
+            h.wake(x);
+        }
+        assert_eq!(h.horizon(ParentVp(0)), Some(ms(10)));
+        h.advance_to(ms(100));
+        assert_eq!(h.cpu_time(c[0]), Duration::from_millis(50));
+        assert_eq!(h.cpu_time(c[1]), Duration::from_millis(50));
+        assert_eq!(h.cpu_time(c[2]), Duration::ZERO, "lower priority starves");
+    }
+
+    #[test]
+    fn hundred_thousand_children_in_priority_order() {
+        let mut h = harness(4, Parent::Root, None);
+        h.set_checking(false);
+        let n = 100_000u32;
+        // A scrambled priority per child (deterministic).
+        let p = |i: u32| i64::from(i.wrapping_mul(2_654_435_761) % 1000);
+        let c: Vec<ChildId> = (0..n).map(|i| h.register(&prio(p(i))).unwrap()).collect();
+        for &x in &c {
+            h.wake(x);
+        }
+        h.check();
+        let mut last = i64::MAX;
+        for _ in 0..2_000 {
+            let x = h.running_on(ParentVp(0)).unwrap();
+            let px = h.sched().prio(x).unwrap();
+            // Whatever runs on CPU 0 never outranks what ran there before.
+            assert!(px <= last);
+            last = px;
+            h.block(x);
+        }
+        h.check();
+    }
+
+    #[test]
+    fn registry_declares_prio() {
+        let info = crate::find("fp").unwrap();
+        let specs = (info.child_params)();
+        assert_eq!(specs[0].name, "prio");
+        assert!(Params::new()
+            .with("prio", Value::Int(PRIO_MAX + 1))
+            .resolve(&specs)
+            .is_err());
+        assert!(crate::build("fp", &Params::new()).is_ok());
+    }
+
+    proptest! {
+        #[test]
+        fn random_protocol_runs_keep_the_rules(
+            vps in 1u32..4,
+            parent in strategy::parent(),
+            rr in any::<bool>(),
+            steps in proptest::collection::vec(strategy::step(), 1..150),
+        ) {
+            let quantum = rr.then_some(Duration::from_millis(7));
+            let mut h = harness(vps, parent, quantum);
+            let params: Vec<Params> = [0, 1, 1, 5, -3].iter().map(|&p| prio(p)).collect();
+            for step in steps {
+                h.step(step, &params);
+                if parent == Parent::Manual {
+                    continue;
+                }
+                h.assert_work_conserving();
+                // The running set is the top of the runnable children.
+                let lowest_running = h.requesting().into_iter()
+                    .filter(|&c| h.where_runs(c).is_some())
+                    .map(|c| h.sched().prio(c).unwrap())
+                    .min();
+                let best_waiting = h.requesting().into_iter()
+                    .filter(|&c| h.where_runs(c).is_none())
+                    .map(|c| h.sched().prio(c).unwrap())
+                    .max();
+                if let (Some(lo), Some(hi)) = (lowest_running, best_waiting) {
+                    prop_assert!(hi <= lo, "waiting prio {} > running prio {} after {:?}", hi, lo, step);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,578 @@
+//! `rr`: round-robin time sharing with a fixed quantum.
+//!
+//! **Source.** Classic round robin, as POSIX `SCHED_RR` among equal
+//! priorities; one of the time-sharing schedulers HLS composes (Regehr &
+//! Stankovic, HLS, §4: the time-sharing scheduler gets the NULL guarantee
+//! and passes NULL to its children). Protocol: HLS Table 3 with Vassal's
+//! delegation, as for every policy here.
+//!
+//! **Algorithm.** Runnable children wait in one FIFO queue. A CPU that needs
+//! a decision takes the head and runs it for what is left of its quantum
+//! (horizon = now + slice left; a fresh slice is the `quantum` parameter).
+//! When the slice is used up the child goes to the back of the queue with a
+//! fresh slice. A waking child goes to the back with a fresh slice, and does
+//! not preempt anyone. A child whose CPU the parent took back before its
+//! slice ended goes to the *head* and keeps the rest of its slice (as Linux
+//! does for `SCHED_RR`), so a parent that preempts often cannot make one
+//! child get all of this scheduler's time. Slices are consumed by `charge`,
+//! so they are exact to the nanosecond whatever the parent does.
+//!
+//! **Guarantees.** Work conserving on any number of CPUs (one CPU per
+//! runnable child, up to the VPs it holds). With `n` runnable children
+//! sharing `m` CPUs that the parent grants continuously, a waiting child is
+//! dispatched within `ceil(n / m) * quantum` (plus the time its predecessors
+//! were off the CPU for reasons of the parent); over a window in which the
+//! same children stay runnable, the CPU time of any two differs by at most
+//! one quantum (exactly equal over whole rounds with one CPU).
+//!
+//! **Limits.** No priorities, no weights (use `fp`, or a proportional-share
+//! policy). A child that blocks just before its slice ends loses nothing and
+//! gains nothing: it goes to the back on wake-up. Cost: O(1) per callback
+//! (amortized): a child that leaves the queue without running leaves a stale
+//! entry behind, skipped when it reaches the head and swept when stale
+//! entries outnumber live ones.
+
+use hsched_core::{
+    ChildId, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params, ParentVp,
+    PolicyInfo, Reject, Scheduler, Value,
+};
+use std::collections::VecDeque;
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "rr",
+    summary: "round-robin time sharing with a fixed quantum",
+    doc: "Runnable children take turns, each running for `quantum` (default 10ms) \
+          before going to the back of the queue. A waking child goes to the back \
+          and preempts no one; a child preempted by the parent resumes first with \
+          the rest of its slice. Work conserving on any number of CPUs; O(1) per \
+          decision. Gives NULL (no timing guarantee) to its children, as the time \
+          sharing scheduler of HLS (Regehr & Stankovic, section 4).",
+    params,
+    child_params: no_params,
+    build,
+    max_parents: 1,
+    max_children: u32::MAX,
+};
+
+/// The quantum when none is given.
+pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
+
+fn params() -> Vec<ParamSpec> {
+    vec![ParamSpec::new(
+        "quantum",
+        ParamKind::Duration {
+            min: Duration::from_nanos(1),
+        },
+        "how long a child runs before the next one's turn",
+    )
+    .with_default(Value::Duration(DEFAULT_QUANTUM))]
+}
+
+fn no_params() -> Vec<ParamSpec> {
+    Vec::new()
+}
+
+fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
+    RoundRobin::new(params.duration("quantum")).map(|rr| Box::new(rr) as Box<dyn Scheduler>)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    /// In the queue; `ticket` tells its live entry from stale ones.
+    Waiting {
+        ticket: u64,
+    },
+    Running(ParentVp),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Child {
+    state: State,
+    /// What is left of the current quantum; never zero while waiting.
+    slice_left: Duration,
+}
+
+/// What runs on one VP, and until when it was told it could.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    child: ChildId,
+    until: Instant,
+}
+
+/// The round-robin scheduler. See the module documentation.
+#[derive(Debug)]
+pub struct RoundRobin {
+    quantum: Duration,
+    children: Vec<Option<Child>>,
+    /// Waiting children, head first, as `(child, ticket)`. An entry is live
+    /// iff the child is `Waiting` with that ticket; tickets are never reused,
+    /// so an entry left by a child that since left (or whose id was reused)
+    /// can never look live again.
+    queue: VecDeque<(ChildId, u64)>,
+    next_ticket: u64,
+    /// Live entries in `queue` (= children `Waiting`).
+    waiting: usize,
+    on_vp: Vec<Option<Slot>>,
+    /// Children `Waiting` or `Running`.
+    runnable: u32,
+}
+
+impl RoundRobin {
+    /// A round-robin scheduler giving each child `quantum` per turn.
+    pub fn new(quantum: Duration) -> Result<Self, String> {
+        if quantum.is_zero() {
+            return Err("`quantum` must be longer than zero".into());
+        }
+        Ok(RoundRobin {
+            quantum,
+            children: Vec::new(),
+            queue: VecDeque::new(),
+            next_ticket: 0,
+            waiting: 0,
+            on_vp: Vec::new(),
+            runnable: 0,
+        })
+    }
+
+    pub fn quantum(&self) -> Duration {
+        self.quantum
+    }
+
+    fn child_mut(&mut self, child: ChildId) -> &mut Child {
+        self.children[child.index()]
+            .as_mut()
+            .expect("the dispatcher only names registered children")
+    }
+
+    fn is_live(&self, (child, ticket): (ChildId, u64)) -> bool {
+        matches!(
+            self.children.get(child.index()),
+            Some(Some(Child { state: State::Waiting { ticket: t }, .. })) if *t == ticket
+        )
+    }
+
+    fn enqueue(&mut self, child: ChildId, at_head: bool) {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        self.child_mut(child).state = State::Waiting { ticket };
+        if at_head {
+            self.queue.push_front((child, ticket));
+        } else {
+            self.queue.push_back((child, ticket));
+        }
+        self.waiting += 1;
+    }
+
+    /// The head of the queue, skipping stale entries.
+    fn dequeue(&mut self) -> Option<ChildId> {
+        while let Some(entry) = self.queue.pop_front() {
+            if self.is_live(entry) {
+                self.waiting -= 1;
+                return Some(entry.0);
+            }
+        }
+        None
+    }
+
+    /// A waiting child left the queue (its entry goes stale). Sweeping when
+    /// stale entries outnumber live ones keeps the queue O(live) in size and
+    /// every operation O(1) amortized.
+    fn forget_waiting(&mut self) {
+        self.waiting -= 1;
+        if self.queue.len() > 64 && self.queue.len() > 2 * self.waiting {
+            let queue = std::mem::take(&mut self.queue);
+            self.queue = queue.into_iter().filter(|&e| self.is_live(e)).collect();
+        }
+    }
+
+    /// Whatever ran on `vp` stopped. A child still runnable goes to the back
+    /// with a fresh slice if its slice is used up (the horizon passed, or the
+    /// charges say so), else to the head with the rest of it.
+    fn stop(&mut self, vp: ParentVp, now: Instant) {
+        let Some(slot) = self.on_vp.get_mut(vp.index()).and_then(Option::take) else {
+            return;
+        };
+        let quantum = self.quantum;
+        let child = self.child_mut(slot.child);
+        if child.state != State::Running(vp) {
+            return;
+        }
+        let used_up = child.slice_left.is_zero() || now >= slot.until;
+        if used_up {
+            child.slice_left = quantum;
+        }
+        self.enqueue(slot.child, !used_up);
+    }
+
+    /// A child stopped being runnable, whatever its state was.
+    fn forget_runnable(&mut self, state: State) {
+        match state {
+            State::Idle => return,
+            State::Waiting { .. } => self.forget_waiting(),
+            State::Running(vp) => self.on_vp[vp.index()] = None,
+        }
+        self.runnable -= 1;
+    }
+}
+
+impl Scheduler for RoundRobin {
+    fn policy(&self) -> &'static str {
+        "rr"
+    }
+
+    fn register_vp(
+        &mut self,
+        _cx: &mut Cx,
+        child: ChildId,
+        _params: &Params,
+    ) -> Result<(), Reject> {
+        let i = child.index();
+        if i >= self.children.len() {
+            self.children.resize(i + 1, None);
+        }
+        self.children[i] = Some(Child {
+            state: State::Idle,
+            slice_left: self.quantum,
+        });
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
+        let Some(c) = self.children.get_mut(child.index()).and_then(Option::take) else {
+            return;
+        };
+        if c.state != State::Idle {
+            self.forget_runnable(c.state);
+            cx.want_cpus(self.runnable);
+        }
+    }
+
+    /// A waking child goes to the back with a fresh slice and preempts no
+    /// one: it is dispatched when a CPU comes free or a slice ends.
+    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
+        let quantum = self.quantum;
+        let c = self.child_mut(child);
+        if c.state != State::Idle {
+            return;
+        }
+        c.slice_left = quantum;
+        self.enqueue(child, false);
+        self.runnable += 1;
+        cx.want_cpus(self.runnable);
+    }
+
+    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
+        let c = self.child_mut(child);
+        let state = std::mem::replace(&mut c.state, State::Idle);
+        if state != State::Idle {
+            self.forget_runnable(state);
+            cx.want_cpus(self.runnable);
+        }
+    }
+
+    /// Runs the head of the queue for the rest of its slice, or declines the
+    /// CPU when nobody waits.
+    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
+        let now = cx.now();
+        if vp.index() >= self.on_vp.len() {
+            self.on_vp.resize(vp.index() + 1, None);
+        }
+        self.stop(vp, now);
+        let Some(child) = self.dequeue() else {
+            return Dispatch::Release;
+        };
+        let c = self.child_mut(child);
+        c.state = State::Running(vp);
+        let until = now.saturating_add(c.slice_left);
+        self.on_vp[vp.index()] = Some(Slot { child, until });
+        Dispatch::Run { child, until }
+    }
+
+    fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
+        self.stop(vp, cx.now());
+    }
+
+    /// Slices are consumed by what the child really ran, not by wall time,
+    /// so a segment cut short by the parent costs only what it used.
+    fn charge(&mut self, _cx: &mut Cx, child: ChildId, ran: Duration) {
+        if let Some(Some(c)) = self.children.get_mut(child.index()) {
+            c.slice_left = c.slice_left.saturating_sub(ran);
+        }
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        let mut live_entries = vec![0u32; self.children.len()];
+        for &entry in &self.queue {
+            if self.is_live(entry) {
+                live_entries[entry.0.index()] += 1;
+            }
+        }
+        let (mut waiting, mut runnable) = (0, 0);
+        for (i, c) in self.children.iter().enumerate() {
+            let Some(c) = c else { continue };
+            let child = ChildId(i as u32);
+            if c.slice_left > self.quantum {
+                return Err(format!("{child} has a slice of {} > quantum", c.slice_left));
+            }
+            match c.state {
+                State::Idle => {}
+                State::Waiting { .. } => {
+                    waiting += 1;
+                    runnable += 1;
+                    if live_entries[i] != 1 {
+                        return Err(format!(
+                            "{child} waits with {} queue entries",
+                            live_entries[i]
+                        ));
+                    }
+                    if c.slice_left.is_zero() {
+                        return Err(format!("{child} waits with an empty slice"));
+                    }
+                }
+                State::Running(vp) => {
+                    runnable += 1;
+                    if self
+                        .on_vp
+                        .get(vp.index())
+                        .copied()
+                        .flatten()
+                        .map(|s| s.child)
+                        != Some(child)
+                    {
+                        return Err(format!("{child} runs on {vp} but {vp} does not know it"));
+                    }
+                }
+            }
+        }
+        for (v, slot) in self.on_vp.iter().enumerate() {
+            if let Some(slot) = slot {
+                let vp = ParentVp(v as u32);
+                let state = self
+                    .children
+                    .get(slot.child.index())
+                    .copied()
+                    .flatten()
+                    .map(|c| c.state);
+                if state != Some(State::Running(vp)) {
+                    return Err(format!(
+                        "{vp} runs {}, which is not running there",
+                        slot.child
+                    ));
+                }
+            }
+        }
+        if waiting != self.waiting || runnable != self.runnable {
+            return Err(format!(
+                "counts say {} waiting / {} runnable, states say {waiting} / {runnable}",
+                self.waiting, self.runnable
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{strategy, Harness, Parent};
+    use hsched_core::Effect;
+    use proptest::prelude::*;
+
+    const Q: Duration = Duration::from_millis(10);
+
+    fn harness(vps: u32, parent: Parent) -> Harness<RoundRobin> {
+        Harness::new(Box::new(RoundRobin::new(Q).unwrap()), vps, parent)
+    }
+
+    fn register(h: &mut Harness<RoundRobin>, n: usize) -> Vec<ChildId> {
+        (0..n)
+            .map(|_| h.register(&Params::new()).unwrap())
+            .collect()
+    }
+
+    fn ms(n: u64) -> Instant {
+        Instant(Duration::from_millis(n).as_nanos())
+    }
+
+    fn runs(h: &Harness<RoundRobin>) -> Vec<(Instant, ChildId, Instant)> {
+        h.decisions()
+            .iter()
+            .filter_map(|d| match d.dispatch {
+                Dispatch::Run { child, until } => Some((d.at, child, until)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn rotates_with_quantum_horizons() {
+        let mut h = harness(1, Parent::Root);
+        let c = register(&mut h, 3);
+        for &x in &c {
+            h.wake(x);
+        }
+        h.advance_to(ms(45));
+        let expect = vec![
+            (ms(0), c[0], ms(10)),
+            (ms(10), c[1], ms(20)),
+            (ms(20), c[2], ms(30)),
+            (ms(30), c[0], ms(40)),
+            (ms(40), c[1], ms(50)),
+        ];
+        assert_eq!(runs(&h), expect);
+    }
+
+    #[test]
+    fn waking_child_goes_to_the_back_without_preempting() {
+        let mut h = harness(1, Parent::Root);
+        let c = register(&mut h, 3);
+        h.wake(c[0]);
+        h.wake(c[1]);
+        h.advance_to(ms(3));
+        h.take_effects();
+        h.wake(c[2]);
+        assert_eq!(
+            h.take_effects(),
+            vec![Effect::WantCpus(3)],
+            "no revoke, no reschedule"
+        );
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[0]));
+        h.clear_decisions();
+        h.advance_to(ms(25));
+        let order: Vec<ChildId> = runs(&h).iter().map(|r| r.1).collect();
+        assert_eq!(order, vec![c[1], c[2]]);
+    }
+
+    #[test]
+    fn blocking_passes_the_turn_and_waking_gets_a_fresh_slice() {
+        let mut h = harness(1, Parent::Root);
+        let c = register(&mut h, 2);
+        h.wake(c[0]);
+        h.wake(c[1]);
+        h.advance_to(ms(4));
+        h.block(c[0]);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[1]));
+        assert_eq!(h.horizon(ParentVp(0)), Some(ms(14)));
+        h.wake(c[0]);
+        h.advance_to(ms(14));
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[0]));
+        assert_eq!(h.horizon(ParentVp(0)), Some(ms(24)));
+    }
+
+    #[test]
+    fn parent_preemption_keeps_the_rest_of_the_slice_at_the_head() {
+        let mut h = harness(1, Parent::Manual);
+        let c = register(&mut h, 2);
+        h.wake(c[0]);
+        h.wake(c[1]);
+        h.grant(ParentVp(0));
+        h.advance_to(ms(4));
+        h.revoke(ParentVp(0));
+        h.advance_to(ms(50));
+        h.grant(ParentVp(0));
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[0]));
+        assert_eq!(
+            h.horizon(ParentVp(0)),
+            Some(ms(56)),
+            "6ms of its slice were left"
+        );
+        h.advance_to(ms(56));
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[1]));
+        assert_eq!(h.cpu_time(c[0]), Q);
+    }
+
+    #[test]
+    fn cpu_bound_children_share_exactly_per_round() {
+        let mut h = harness(1, Parent::Root);
+        let c = register(&mut h, 100);
+        for &x in &c {
+            h.wake(x);
+        }
+        // 7 full rounds of 100 quanta.
+        h.advance_to(ms(7 * 100 * 10));
+        for &x in &c {
+            assert_eq!(h.cpu_time(x), Duration::from_millis(70), "{x}");
+        }
+        h.assert_work_conserving();
+    }
+
+    #[test]
+    fn several_cpus_stay_within_one_quantum() {
+        let mut h = harness(3, Parent::Root);
+        let c = register(&mut h, 7);
+        for &x in &c {
+            h.wake(x);
+        }
+        h.advance_to(ms(1_003));
+        h.assert_work_conserving();
+        let times: Vec<Duration> = c.iter().map(|&x| h.cpu_time(x)).collect();
+        let (lo, hi) = (times.iter().min().unwrap(), times.iter().max().unwrap());
+        assert!(*hi - *lo <= Q, "{times:?}");
+        let total: u64 = times.iter().map(|t| t.as_nanos()).sum();
+        // Finished segments only: the three running now are not counted yet.
+        assert!(total >= Duration::from_millis(3 * 1_000 - 30).as_nanos());
+    }
+
+    #[test]
+    fn hundred_thousand_children_one_round() {
+        let mut h = harness(4, Parent::Root);
+        h.set_checking(false);
+        let c = register(&mut h, 100_000);
+        for &x in &c {
+            h.wake(x);
+        }
+        h.check();
+        // One round: 100,000 quanta on 4 CPUs.
+        h.advance_to(ms(100_000 / 4 * 10));
+        h.check();
+        assert!(c.iter().all(|&x| h.cpu_time(x) == Q));
+        assert_eq!(h.decisions().len(), 100_000 + 4);
+    }
+
+    #[test]
+    fn stale_queue_entries_are_swept() {
+        let mut h = harness(1, Parent::Manual);
+        let c = register(&mut h, 200);
+        for _ in 0..10 {
+            for &x in &c {
+                h.wake(x);
+            }
+            for &x in &c {
+                h.block(x);
+            }
+        }
+        assert!(h.sched().queue.len() <= 200, "{}", h.sched().queue.len());
+        h.wake(c[7]);
+        h.grant(ParentVp(0));
+        assert_eq!(h.running_on(ParentVp(0)), Some(c[7]));
+    }
+
+    #[test]
+    fn rejects_a_zero_quantum() {
+        assert!(RoundRobin::new(Duration::ZERO).is_err());
+        let Err(err) = crate::build("rr", &Params::new().with("quantum", Value::Int(0))) else {
+            panic!("a zero quantum was accepted");
+        };
+        assert!(err.contains("quantum"), "{err}");
+        let rr = crate::build("rr", &Params::new()).unwrap();
+        assert_eq!(rr.policy(), "rr");
+    }
+
+    proptest! {
+        #[test]
+        fn random_protocol_runs_keep_the_rules(
+            vps in 1u32..4,
+            parent in strategy::parent(),
+            steps in proptest::collection::vec(strategy::step(), 1..150),
+        ) {
+            let mut h = harness(vps, parent);
+            for step in steps {
+                h.step(step, &[Params::new()]);
+                if parent != Parent::Manual {
+                    h.assert_work_conserving();
+                }
+            }
+        }
+    }
+}

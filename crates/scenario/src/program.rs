@@ -1,0 +1,383 @@
+//! Workload programs: the operations a thread runs (`run`, `sleep`,
+//! `periodic`, `lock`, `unlock`, `yield`, `msg`, `loop`) and the duration
+//! distributions they draw from.
+
+use crate::error::{did_you_mean, Fail, Span};
+use crate::tree::{index_path, Kind, Node, RawParam};
+use hsched_core::{Duration, Msg, Params, Value};
+use hsched_model::{Dist, Op, Target};
+use std::collections::BTreeSet;
+
+pub(crate) const OP_KEYS: &[&str] = &[
+    "run", "sleep", "periodic", "lock", "unlock", "yield", "msg", "loop",
+];
+
+const DIST_HELP: &str = "a distribution is one of: { uniform = [\"1ms\", \"3ms\"] }, { exponential = \"2ms\", max = \"20ms\" }, { normal = \"5ms\", sd = \"1ms\", min = \"1ms\", max = \"9ms\" }";
+
+/// A name a program refers to, kept with its place for later checks.
+#[derive(Debug, Clone)]
+pub(crate) struct NameRef {
+    pub name: String,
+    pub span: Span,
+    pub path: String,
+}
+
+/// What a program refers to outside itself, checked once the whole file is
+/// read: schedulers it sends messages to, mutexes it takes and gives back.
+#[derive(Debug, Default)]
+pub(crate) struct Refs {
+    pub targets: Vec<NameRef>,
+    pub locks: BTreeSet<String>,
+    pub unlocks: Vec<NameRef>,
+}
+
+/// A non-empty list of operations.
+pub(crate) fn ops(node: &Node, path: &str, refs: &mut Refs) -> Result<Vec<Op>, Fail> {
+    let items = node.array(path, "an array of operations, e.g. [ { run = \"5ms\" } ]")?;
+    if items.is_empty() {
+        return Err(Fail::new(
+            &node.span,
+            path,
+            "expected at least one operation, found an empty array",
+        )
+        .help(format!("operations: {}", OP_KEYS.join(", "))));
+    }
+    items
+        .iter()
+        .enumerate()
+        .map(|(i, n)| op(n, &index_path(path, i), refs))
+        .collect()
+}
+
+fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
+    let t = node.table(
+        path,
+        "an operation: a table with one key, e.g. { run = \"5ms\" }",
+    )?;
+    let entry = match t.entries {
+        [e] => e,
+        [] => {
+            return Err(Fail::new(&node.span, path, "empty operation")
+                .help(format!("an operation has one key: {}", OP_KEYS.join(", "))))
+        }
+        [a, b, ..] => {
+            return Err(Fail::new(
+                &b.key_span,
+                path,
+                format!(
+                    "an operation has exactly one key, found `{}` and `{}`",
+                    a.key, b.key
+                ),
+            )
+            .help("write two operations: [ { run = \"5ms\" }, { sleep = \"10ms\" } ]"))
+        }
+    };
+    let p = t.key_path(&entry.key);
+    let v = &entry.value;
+    Ok(match entry.key.as_str() {
+        "run" => Op::Run(dist(v, &p)?),
+        "sleep" => Op::Sleep(dist(v, &p)?),
+        "lock" => {
+            let name = v.name(&p, "a mutex name")?;
+            refs.locks.insert(name.to_string());
+            Op::Lock(name.to_string())
+        }
+        "unlock" => {
+            let name = v.name(&p, "a mutex name")?;
+            refs.unlocks.push(NameRef {
+                name: name.to_string(),
+                span: v.span.clone(),
+                path: p.clone(),
+            });
+            Op::Unlock(name.to_string())
+        }
+        "yield" => {
+            if !v.bool(&p)? {
+                return Err(Fail::new(
+                    &v.span,
+                    &p,
+                    "`yield = false` does nothing: expected `yield = true`",
+                ));
+            }
+            Op::Yield
+        }
+        "periodic" => periodic(v, &p, refs)?,
+        "loop" => {
+            let t = v.table(&p, "a table: { count = 10, body = [ ... ] }")?;
+            t.only(&["count", "body"])?;
+            let count = match t.get("count") {
+                Some(n) => Some(n.count(&t.key_path("count"))?),
+                None => None,
+            };
+            let body_node = t.require("body", "the operations to repeat")?;
+            let body = ops(body_node, &t.key_path("body"), refs)?;
+            if count.is_none() && !takes_time(&body) {
+                return Err(Fail::new(
+                    &body_node.span,
+                    &t.key_path("body"),
+                    "a loop without `count` repeats forever, so its body must take time: expected a `run` or `sleep` that can last more than zero, or a `periodic`",
+                ));
+            }
+            Op::Loop { count, body }
+        }
+        "msg" => {
+            let t = v.table(
+                &p,
+                "a table: { to = \"parent\", name = \"warp\", args = { ... } }",
+            )?;
+            t.only(&["to", "name", "args"])?;
+            let to = match t.get("to") {
+                None => Target::Parent,
+                Some(n) => {
+                    let path = t.key_path("to");
+                    match n.name(&path, "\"parent\" or a scheduler name")? {
+                        "parent" => Target::Parent,
+                        other => {
+                            refs.targets.push(NameRef {
+                                name: other.to_string(),
+                                span: n.span.clone(),
+                                path,
+                            });
+                            Target::Named(other.to_string())
+                        }
+                    }
+                }
+            };
+            Op::Msg {
+                to,
+                msg: message(&t)?,
+            }
+        }
+        other => {
+            return Err(Fail::new(
+                &entry.key_span,
+                &p,
+                format!(
+                    "unknown operation `{other}`{}",
+                    did_you_mean(other, OP_KEYS.iter().copied())
+                ),
+            )
+            .help(format!("operations: {}", OP_KEYS.join(", "))))
+        }
+    })
+}
+
+fn periodic(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
+    let t = v.table(
+        p,
+        "a table: { period = \"10ms\", deadline = \"10ms\", body = [ ... ] }",
+    )?;
+    t.only(&["period", "deadline", "offset", "jobs", "body", "run"])?;
+    let period = t
+        .require("period", "the time between releases, e.g. \"10ms\"")?
+        .positive_duration(&t.key_path("period"))?;
+    let deadline = match t.get("deadline") {
+        Some(n) => n.positive_duration(&t.key_path("deadline"))?,
+        None => period,
+    };
+    let offset = match t.get("offset") {
+        Some(n) => n.duration(&t.key_path("offset"))?,
+        None => Duration::ZERO,
+    };
+    let jobs = match t.get("jobs") {
+        Some(n) => Some(n.count(&t.key_path("jobs"))?),
+        None => None,
+    };
+    let body = match (t.get("body"), t.get("run")) {
+        (Some(b), None) => ops(b, &t.key_path("body"), refs)?,
+        // `run` is shorthand for the classic periodic task: one job = one
+        // burst of CPU time.
+        (None, Some(r)) => vec![Op::Run(dist(r, &t.key_path("run"))?)],
+        (Some(_), Some(r)) => {
+            return Err(Fail::new(
+                &r.span,
+                &t.key_path("run"),
+                "give either `body` or `run` (shorthand for body = [ { run = ... } ]), not both",
+            ))
+        }
+        (None, None) => {
+            return Err(Fail::new(
+                t.span,
+                p,
+                "missing key `body` (what each job does, e.g. [ { run = \"2ms\" } ]) or `run` (its CPU time)",
+            ))
+        }
+    };
+    Ok(Op::Periodic {
+        period,
+        deadline,
+        offset,
+        jobs,
+        body,
+    })
+}
+
+/// `name` and `args` of a message (in a program or the script).
+pub(crate) fn message(t: &crate::tree::Table<'_>) -> Result<Msg, Fail> {
+    let name = t
+        .require("name", "the message name, e.g. \"warp\"")?
+        .name(&t.key_path("name"), "a message name")?;
+    let mut msg = Msg::new(name);
+    if let Some(a) = t.get("args") {
+        let args = a.table(
+            &t.key_path("args"),
+            "a table of arguments, e.g. { on = true }",
+        )?;
+        msg.args = msg_args(args.params()?);
+    }
+    Ok(msg)
+}
+
+/// Message arguments have no declaration to resolve against, so a string
+/// that reads as a duration with a unit is taken as a duration (what a policy
+/// reading `args.duration(..)` expects); other strings stay strings.
+fn msg_args(raw: Vec<RawParam>) -> Params {
+    let mut out = Params::new();
+    for p in raw {
+        let v = match p.value {
+            Value::Str(s) if s.chars().any(|c| c.is_alphabetic()) => match Duration::parse(&s) {
+                Ok(d) => Value::Duration(d),
+                Err(_) => Value::Str(s),
+            },
+            v => v,
+        };
+        out.set(&p.key, v);
+    }
+    out
+}
+
+/// A fixed duration or a distribution.
+pub(crate) fn dist(node: &Node, path: &str) -> Result<Dist, Fail> {
+    let t = match &node.kind {
+        Kind::Table(_) => node.table(path, "")?,
+        // A malformed duration string gets the units hint from `duration`.
+        Kind::Str(_) | Kind::Int(_) => return Ok(Dist::Fixed(node.duration(path)?)),
+        _ => {
+            return Err(Fail::new(
+                &node.span,
+                path,
+                format!(
+                    "expected a duration (\"5ms\", or integer nanoseconds) or a distribution table, found {}",
+                    node.type_name()
+                ),
+            )
+            .help(DIST_HELP))
+        }
+    };
+    let kinds: Vec<&str> = ["uniform", "exponential", "normal"]
+        .into_iter()
+        .filter(|k| t.get(k).is_some())
+        .collect();
+    let kind = match kinds.as_slice() {
+        [k] => *k,
+        [] => {
+            let msg = match t.entries.first() {
+                Some(e) => format!(
+                    "unknown distribution `{}`{}",
+                    e.key,
+                    did_you_mean(&e.key, ["uniform", "exponential", "normal"])
+                ),
+                None => "empty distribution".to_string(),
+            };
+            let span = t.entries.first().map_or(&node.span, |e| &e.key_span);
+            return Err(Fail::new(span, path, msg).help(DIST_HELP));
+        }
+        [a, b, ..] => {
+            return Err(Fail::new(
+                &node.span,
+                path,
+                format!("a distribution has one kind, found `{a}` and `{b}`"),
+            )
+            .help(DIST_HELP))
+        }
+    };
+    let kp = |k: &str| t.key_path(k);
+    let opt = |k: &str, default: Duration| -> Result<Duration, Fail> {
+        t.get(k).map_or(Ok(default), |n| n.duration(&kp(k)))
+    };
+    let ordered = |lo: (Duration, &str), hi: (Duration, &str)| -> Result<(), Fail> {
+        if lo.0 > hi.0 {
+            let span = t.get(hi.1).map_or(&node.span, |n| &n.span);
+            return Err(Fail::new(
+                span,
+                &kp(hi.1),
+                format!(
+                    "`{}` = {} is below `{}` = {}: expected {} <= {}",
+                    hi.1, hi.0, lo.1, lo.0, lo.1, hi.1
+                ),
+            ));
+        }
+        Ok(())
+    };
+    match kind {
+        "uniform" => {
+            t.only(&["uniform"]).map_err(|e| e.help(DIST_HELP))?;
+            let n = t.get("uniform").unwrap_or(node);
+            let what = "two durations [min, max], e.g. [\"1ms\", \"3ms\"]";
+            let a = n.array(&kp("uniform"), what)?;
+            let [lo, hi] = a else {
+                return Err(Fail::new(
+                    &n.span,
+                    &kp("uniform"),
+                    format!("expected {what}, found {} element(s)", a.len()),
+                ));
+            };
+            let (min, max) = (
+                lo.duration(&index_path(&kp("uniform"), 0))?,
+                hi.duration(&index_path(&kp("uniform"), 1))?,
+            );
+            if min > max {
+                return Err(Fail::new(
+                    &hi.span,
+                    &index_path(&kp("uniform"), 1),
+                    format!("max {max} is below min {min}: expected [min, max] with min <= max"),
+                ));
+            }
+            Ok(Dist::Uniform { min, max })
+        }
+        "exponential" => {
+            t.only(&["exponential", "max"])
+                .map_err(|e| e.help(DIST_HELP))?;
+            let mean = t
+                .get("exponential")
+                .unwrap_or(node)
+                .positive_duration(&kp("exponential"))?;
+            let max = opt("max", Duration::MAX)?;
+            ordered((mean, "exponential"), (max, "max"))?;
+            Ok(Dist::Exponential { mean, max })
+        }
+        _ => {
+            t.only(&["normal", "sd", "min", "max"])
+                .map_err(|e| e.help(DIST_HELP))?;
+            let mean = t.get("normal").unwrap_or(node).duration(&kp("normal"))?;
+            let sd = t
+                .require("sd", "the standard deviation, e.g. sd = \"1ms\"")?
+                .duration(&kp("sd"))?;
+            let min = opt("min", Duration::ZERO)?;
+            let max = opt("max", Duration::MAX)?;
+            ordered((min, "min"), (mean, "normal"))?;
+            ordered((mean, "normal"), (max, "max"))?;
+            Ok(Dist::Normal { mean, sd, min, max })
+        }
+    }
+}
+
+/// Whether running `ops` can make time pass (so repeating it forever does
+/// not freeze the clock).
+pub(crate) fn takes_time(ops: &[Op]) -> bool {
+    ops.iter().any(|op| match op {
+        Op::Run(d) | Op::Sleep(d) => dist_max(d) > Duration::ZERO,
+        Op::Periodic { .. } => true,
+        Op::Loop { count, body } => *count != Some(0) && takes_time(body),
+        Op::Lock(_) | Op::Unlock(_) | Op::Msg { .. } | Op::Yield => false,
+    })
+}
+
+fn dist_max(d: &Dist) -> Duration {
+    match d {
+        Dist::Fixed(d) => *d,
+        Dist::Uniform { max, .. } | Dist::Exponential { max, .. } | Dist::Normal { max, .. } => {
+            *max
+        }
+    }
+}
