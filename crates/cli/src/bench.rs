@@ -57,7 +57,10 @@ pub fn command(quick: bool) -> Result<(), CliError> {
     let rate = median(&mut rates);
     println!();
     println!("simulator throughput, 100 CPU-bound threads under rr (1ms quantum), 1 CPU:");
-    println!("  {:.2} million events per wall-second (target: at least 5)", rate / 1e6);
+    println!(
+        "  {:.2} million events per wall-second (target: at least 5)",
+        rate / 1e6
+    );
 
     // Decision cost by thread count and depth.
     let counts = [10usize, 1_000, 100_000];
@@ -69,10 +72,15 @@ pub fn command(quick: bool) -> Result<(), CliError> {
         }
     }
     println!();
-    println!("cost of one decision (quantum expiry: charge along the path, re-decide, re-arm), ns:");
+    println!(
+        "cost of one decision (quantum expiry: charge along the path, re-decide, re-arm), ns:"
+    );
     print!("  {:>10}", "threads");
     for l in levels {
-        print!("  {:>9}", format!("{l} level{}", if l > 1 { "s" } else { "" }));
+        print!(
+            "  {:>9}",
+            format!("{l} level{}", if l > 1 { "s" } else { "" })
+        );
     }
     println!();
     for (i, &n) in counts.iter().enumerate() {
@@ -90,7 +98,11 @@ pub fn command(quick: bool) -> Result<(), CliError> {
     println!("  growth from 10 to 100,000 threads (1 level): {growth:.2}x (target: at most 3x)");
     println!(
         "  added per extra level: {} ns (target: under 100 ns)",
-        per_level.iter().map(|c| format!("{c:.0}")).collect::<Vec<_>>().join(" / ")
+        per_level
+            .iter()
+            .map(|c| format!("{c:.0}"))
+            .collect::<Vec<_>>()
+            .join(" / ")
     );
     Ok(())
 }

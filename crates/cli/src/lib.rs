@@ -13,7 +13,11 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 #[derive(Parser, Debug)]
-#[command(name = "hsched", version, about = "Hierarchical, loadable CPU scheduling: simulate, check and reproduce")]
+#[command(
+    name = "hsched",
+    version,
+    about = "Hierarchical, loadable CPU scheduling: simulate, check and reproduce"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -137,8 +141,14 @@ pub fn load_scenario(path: &Path) -> Result<hsched_model::Scenario, CliError> {
     })
 }
 
-fn write_file(path: &Path, what: &str, write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>) -> Result<(), CliError> {
-    let out = |e: std::io::Error| CliError::Input(format!("cannot write {what} to {}: {e}", path.display()));
+fn write_file(
+    path: &Path,
+    what: &str,
+    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
+) -> Result<(), CliError> {
+    let out = |e: std::io::Error| {
+        CliError::Input(format!("cannot write {what} to {}: {e}", path.display()))
+    };
     if path == Path::new("-") {
         let stdout = std::io::stdout();
         let mut lock = stdout.lock();
@@ -158,7 +168,8 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
         trace: args.trace.is_some(),
         check_invariants: args.check,
     };
-    let result = hsched_sim::run(&scn, &opts).map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
+    let result = hsched_sim::run(&scn, &opts)
+        .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     if let Some(path) = &args.jobs_csv {
         write_file(path, "the jobs CSV", |w| {
             hsched_report::jobs_csv(&result, w).map_err(|e| std::io::Error::other(e.to_string()))
@@ -166,7 +177,8 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     }
     if let Some(path) = &args.trace {
         write_file(path, "the trace", |w| {
-            hsched_report::perfetto_trace(&result, w).map_err(|e| std::io::Error::other(e.to_string()))
+            hsched_report::perfetto_trace(&result, w)
+                .map_err(|e| std::io::Error::other(e.to_string()))
         })?;
     }
     match &args.json {
@@ -181,9 +193,19 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
 
 fn check(file: &Path) -> Result<(), CliError> {
     let scn = load_scenario(file)?;
-    println!("{}: ok — {} CPU(s), horizon {}, seed {}", file.display(), scn.machine.cpus, scn.horizon, scn.seed);
+    println!(
+        "{}: ok — {} CPU(s), horizon {}, seed {}",
+        file.display(),
+        scn.machine.cpus,
+        scn.horizon,
+        scn.seed
+    );
     println!("hierarchy (default scheduler: {}):", scn.default_scheduler);
-    let roots: Vec<&hsched_model::SchedulerSpec> = scn.schedulers.iter().filter(|s| s.parents.is_empty()).collect();
+    let roots: Vec<&hsched_model::SchedulerSpec> = scn
+        .schedulers
+        .iter()
+        .filter(|s| s.parents.is_empty())
+        .collect();
     for root in roots {
         print_tree(&scn, &root.name, "", 0);
     }
@@ -193,17 +215,33 @@ fn check(file: &Path) -> Result<(), CliError> {
 fn print_tree(scn: &hsched_model::Scenario, name: &str, at: &str, depth: usize) {
     let indent = "  ".repeat(depth + 1);
     let spec = scn.schedulers.iter().find(|s| s.name == name).unwrap();
-    let params = if spec.params.is_empty() { String::new() } else { format!(" [{}]", spec.params) };
+    let params = if spec.params.is_empty() {
+        String::new()
+    } else {
+        format!(" [{}]", spec.params)
+    };
     println!("{indent}{name}: {}{params}{at}", spec.policy);
     for child in scn.schedulers.iter() {
         for link in child.parents.iter().filter(|l| l.parent == name) {
-            let at = if link.params.is_empty() { String::new() } else { format!(" @ {}", link.params) };
-            let vps = if link.vps > 1 { format!(" ×{} VPs", link.vps) } else { String::new() };
+            let at = if link.params.is_empty() {
+                String::new()
+            } else {
+                format!(" @ {}", link.params)
+            };
+            let vps = if link.vps > 1 {
+                format!(" ×{} VPs", link.vps)
+            } else {
+                String::new()
+            };
             print_tree(scn, &child.name, &format!("{at}{vps}"), depth + 1);
         }
     }
     for t in scn.threads.iter().filter(|t| t.parent == name) {
-        let at = if t.params.is_empty() { String::new() } else { format!(" @ {}", t.params) };
+        let at = if t.params.is_empty() {
+            String::new()
+        } else {
+            format!(" @ {}", t.params)
+        };
         println!("{indent}  thread {}{at}", t.name);
     }
 }
@@ -213,7 +251,10 @@ fn policies(name: Option<&str>) -> Result<(), CliError> {
     let list: Vec<_> = match name {
         Some(n) => vec![hsched_policies::find(n).ok_or_else(|| {
             let known: Vec<&str> = reg.iter().map(|p| p.name).collect();
-            CliError::Input(format!("unknown policy `{n}` (known: {})", known.join(", ")))
+            CliError::Input(format!(
+                "unknown policy `{n}` (known: {})",
+                known.join(", ")
+            ))
         })?],
         None => reg.iter().collect(),
     };
@@ -228,14 +269,29 @@ fn policies(name: Option<&str>) -> Result<(), CliError> {
             }
             println!("  {title}:");
             for p in specs {
-                let default = p.default.as_ref().map(|d| format!(" (default {d})")).unwrap_or_else(|| " (required)".into());
+                let default = p
+                    .default
+                    .as_ref()
+                    .map(|d| format!(" (default {d})"))
+                    .unwrap_or_else(|| " (required)".into());
                 println!("    {:<12} {}{default}: {}", p.name, p.kind, p.doc);
             }
         };
         show("parameters", (info.params)());
-        show("child parameters (set on each child's attachment)", (info.child_params)());
-        let parents = if info.max_parents > 1 { format!("up to {} parents", info.max_parents) } else { "one parent".into() };
-        let children = if info.max_children == u32::MAX { "any number of children".into() } else { format!("at most {} child(ren)", info.max_children) };
+        show(
+            "child parameters (set on each child's attachment)",
+            (info.child_params)(),
+        );
+        let parents = if info.max_parents > 1 {
+            format!("up to {} parents", info.max_parents)
+        } else {
+            "one parent".into()
+        };
+        let children = if info.max_children == u32::MAX {
+            "any number of children".into()
+        } else {
+            format!("at most {} child(ren)", info.max_children)
+        };
         println!("  shape: {parents}, {children}");
         println!();
     }

@@ -178,7 +178,8 @@ fn node_share(r: &RunResult, node: &str) -> f64 {
 pub fn run_entry(entry: &Entry) -> Result<Vec<Check>, CliError> {
     let scn = hsched_scenario::parse(entry.scenario, entry.scenario_path)
         .map_err(|e| CliError::Failed(format!("{}: {e}", entry.name)))?;
-    let result = run(&scn, &SimOptions::default()).map_err(|e| CliError::Failed(format!("{}: {e}", entry.name)))?;
+    let result = run(&scn, &SimOptions::default())
+        .map_err(|e| CliError::Failed(format!("{}: {e}", entry.name)))?;
     Ok((entry.checks)(&result))
 }
 
@@ -218,7 +219,10 @@ pub fn command(name: Option<&str>, list: bool, all: bool) -> Result<(), CliError
     let chosen: Vec<&Entry> = match name {
         Some(n) => vec![entries.iter().find(|e| e.name == n).ok_or_else(|| {
             let known: Vec<&str> = entries.iter().map(|e| e.name).collect();
-            CliError::Input(format!("no reproduction named `{n}` (known: {})", known.join(", ")))
+            CliError::Input(format!(
+                "no reproduction named `{n}` (known: {})",
+                known.join(", ")
+            ))
         })?],
         None => entries.iter().collect(),
     };
@@ -235,6 +239,9 @@ pub fn command(name: Option<&str>, list: bool, all: bool) -> Result<(), CliError
         println!("all verdicts pass");
         Ok(())
     } else {
-        Err(CliError::Failed(format!("failed reproductions: {}", failed.join(", "))))
+        Err(CliError::Failed(format!(
+            "failed reproductions: {}",
+            failed.join(", ")
+        )))
     }
 }

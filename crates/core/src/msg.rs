@@ -53,7 +53,10 @@ impl Reply {
         Reply::Ok(Params::new())
     }
     pub fn unknown(policy: &str, msg: &Msg) -> Self {
-        Reply::Err(format!("{policy} does not understand message `{}`", msg.name))
+        Reply::Err(format!(
+            "{policy} does not understand message `{}`",
+            msg.name
+        ))
     }
     pub fn is_ok(&self) -> bool {
         matches!(self, Reply::Ok(_))

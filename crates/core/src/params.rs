@@ -37,9 +37,14 @@ impl fmt::Display for Value {
 pub enum ParamKind {
     Bool,
     /// An integer in `min..=max`.
-    Int { min: i64, max: i64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
     /// A duration, at least `min`.
-    Duration { min: Duration },
+    Duration {
+        min: Duration,
+    },
     Str,
 }
 
@@ -86,13 +91,19 @@ impl ParamSpec {
             (ParamKind::Bool, Value::Bool(_)) => true,
             (ParamKind::Int { min, max }, Value::Int(i)) => {
                 if i < min || i > max {
-                    return Err(format!("`{}` = {i} is out of range: expected {}", self.name, self.kind));
+                    return Err(format!(
+                        "`{}` = {i} is out of range: expected {}",
+                        self.name, self.kind
+                    ));
                 }
                 true
             }
             (ParamKind::Duration { min }, Value::Duration(d)) => {
                 if d < min {
-                    return Err(format!("`{}` = {d} is too short: expected {}", self.name, self.kind));
+                    return Err(format!(
+                        "`{}` = {d} is too short: expected {}",
+                        self.name, self.kind
+                    ));
                 }
                 true
             }
@@ -183,11 +194,16 @@ impl Params {
                 return Err(if known.is_empty() {
                     format!("unknown parameter `{k}` (this takes no parameters)")
                 } else {
-                    format!("unknown parameter `{k}` (expected one of: {})", known.join(", "))
+                    format!(
+                        "unknown parameter `{k}` (expected one of: {})",
+                        known.join(", ")
+                    )
                 });
             };
             let v = match (&spec.kind, v) {
-                (ParamKind::Duration { .. }, Value::Int(i)) if *i >= 0 => Value::Duration(Duration(*i as u64)),
+                (ParamKind::Duration { .. }, Value::Int(i)) if *i >= 0 => {
+                    Value::Duration(Duration(*i as u64))
+                }
                 (ParamKind::Duration { .. }, Value::Str(s)) => {
                     Value::Duration(Duration::parse(s).map_err(|e| format!("`{k}`: {e}"))?)
                 }
@@ -200,7 +216,12 @@ impl Params {
             if out.get(spec.name).is_none() {
                 match &spec.default {
                     Some(d) => out.set(spec.name, d.clone()),
-                    None => return Err(format!("missing parameter `{}` ({}: {})", spec.name, spec.kind, spec.doc)),
+                    None => {
+                        return Err(format!(
+                            "missing parameter `{}` ({}: {})",
+                            spec.name, spec.kind, spec.doc
+                        ))
+                    }
                 }
             }
         }

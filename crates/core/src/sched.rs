@@ -28,7 +28,7 @@
 //! the other callbacks update state and, when the choice may have changed, ask
 //! for a reschedule ("decide in one place").
 
-use crate::ids::{ChildId, CpuId, ParentVp, TimerKey, ThreadId};
+use crate::ids::{ChildId, CpuId, ParentVp, ThreadId, TimerKey};
 use crate::msg::{Msg, Reply};
 use crate::params::Params;
 use crate::time::Instant;
@@ -167,8 +167,13 @@ pub enum VpState {
 /// Something a policy asked for during a callback; applied afterwards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Effect {
-    SetTimer { key: TimerKey, at: Instant },
-    CancelTimer { key: TimerKey },
+    SetTimer {
+        key: TimerKey,
+        at: Instant,
+    },
+    CancelTimer {
+        key: TimerKey,
+    },
     /// Make `vp` requesting (no effect if already requesting or held).
     Request(ParentVp),
     /// Make `vp` idle if it is requesting. If it is held, the CPU on it is

@@ -12,12 +12,16 @@ use std::fmt;
 use std::ops::{Add, AddAssign, Sub, SubAssign};
 
 /// A span of time in nanoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Duration(pub u64);
 
 /// A point in time: nanoseconds since the start of the run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(transparent)]
 pub struct Instant(pub u64);
 
@@ -199,12 +203,17 @@ impl Sub<Duration> for Instant {
 impl Sub for Instant {
     type Output = Duration;
     fn sub(self, rhs: Instant) -> Duration {
-        self.checked_since(rhs).expect("Instant subtraction went negative")
+        self.checked_since(rhs)
+            .expect("Instant subtraction went negative")
     }
 }
 
 fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    const UNITS: [(u64, &str, usize); 3] = [(1_000_000_000, "s", 9), (1_000_000, "ms", 6), (1_000, "us", 3)];
+    const UNITS: [(u64, &str, usize); 3] = [
+        (1_000_000_000, "s", 9),
+        (1_000_000, "ms", 6),
+        (1_000, "us", 3),
+    ];
     for (scale, unit, digits) in UNITS {
         if ns >= scale {
             let (whole, frac) = (ns / scale, ns % scale);
@@ -268,7 +277,10 @@ mod tests {
     #[test]
     fn checked_arithmetic() {
         assert_eq!(Instant(5).checked_add(Duration(u64::MAX)), None);
-        assert_eq!(Instant(5).saturating_add(Duration(u64::MAX)), Instant::NEVER);
+        assert_eq!(
+            Instant(5).saturating_add(Duration(u64::MAX)),
+            Instant::NEVER
+        );
         assert_eq!(Instant(3).checked_since(Instant(5)), None);
         assert_eq!(Instant(5) - Instant(3), Duration(2));
     }

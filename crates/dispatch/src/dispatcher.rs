@@ -147,8 +147,15 @@ pub(crate) struct Cpu {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum TimerKind {
-    Policy { sched: SchedId, key: TimerKey, gen: u64 },
-    Horizon { cpu: u32, gen: u64 },
+    Policy {
+        sched: SchedId,
+        key: TimerKey,
+        gen: u64,
+    },
+    Horizon {
+        cpu: u32,
+        gen: u64,
+    },
     Watchdog,
 }
 
@@ -216,7 +223,10 @@ impl Dispatcher {
             fired: 0,
         };
         if let Some(bound) = d.cfg.watchdog {
-            d.arm(Instant::ZERO.saturating_add(half(bound)), TimerKind::Watchdog);
+            d.arm(
+                Instant::ZERO.saturating_add(half(bound)),
+                TimerKind::Watchdog,
+            );
         }
         d
     }
@@ -400,7 +410,9 @@ impl Dispatcher {
                     child,
                 };
                 self.call(to, |s, cx| s.msg(cx, sender, msg))
-                    .unwrap_or_else(|| Reply::Err("the scheduler was ejected while answering".into()))
+                    .unwrap_or_else(|| {
+                        Reply::Err("the scheduler was ejected while answering".into())
+                    })
             }
         }
     }
@@ -620,7 +632,11 @@ impl Dispatcher {
 
     /// Marks the CPU for re-decision from `s`'s grant downwards.
     pub(crate) fn resched_at(&mut self, cpu: CpuId, s: SchedId) {
-        if let Some(depth) = self.cpus[cpu.index()].path.iter().position(|h| h.sched == s) {
+        if let Some(depth) = self.cpus[cpu.index()]
+            .path
+            .iter()
+            .position(|h| h.sched == s)
+        {
             self.mark_dirty(cpu.index(), depth);
         }
     }
@@ -665,7 +681,10 @@ impl Dispatcher {
     // ----- notifications ------------------------------------------------------
 
     pub(crate) fn deliver_request(&mut self, link: Link) {
-        let Some(kid) = self.inst_mut(link.parent).and_then(|i| i.kid_mut(link.child)) else {
+        let Some(kid) = self
+            .inst_mut(link.parent)
+            .and_then(|i| i.kid_mut(link.child))
+        else {
             return;
         };
         if !kid.runnable {
@@ -675,7 +694,10 @@ impl Dispatcher {
     }
 
     pub(crate) fn deliver_release(&mut self, link: Link) {
-        let Some(kid) = self.inst_mut(link.parent).and_then(|i| i.kid_mut(link.child)) else {
+        let Some(kid) = self
+            .inst_mut(link.parent)
+            .and_then(|i| i.kid_mut(link.child))
+        else {
             return;
         };
         if kid.runnable {
@@ -725,7 +747,12 @@ impl Dispatcher {
         }
         let mut path = std::mem::take(&mut self.charge_scratch);
         path.clear();
-        path.extend(c.path.iter().rev().filter_map(|h| h.child.map(|ch| (h.sched, ch))));
+        path.extend(
+            c.path
+                .iter()
+                .rev()
+                .filter_map(|h| h.child.map(|ch| (h.sched, ch))),
+        );
         for &(s, child) in &path {
             if self.inst(s).is_none() {
                 continue;
@@ -765,7 +792,9 @@ impl Dispatcher {
             self.stop_child(hop);
             if let Some(inst) = self.inst_mut(hop.sched) {
                 inst.vps[hop.vp.index()] = VpState::Requesting;
-                self.call(hop.sched, |s, cx| s.vp_revoke(cx, hop.vp, CpuId(cpu as u32)));
+                self.call(hop.sched, |s, cx| {
+                    s.vp_revoke(cx, hop.vp, CpuId(cpu as u32))
+                });
             }
             // The parent's grant to this VP ended too.
             let parent = self.cpus[cpu].path.last().copied();
@@ -803,7 +832,13 @@ impl Dispatcher {
         if !deadline.is_never() {
             let gen = self.cpus[cpu].horizon_gen;
             let at = self.quantize(deadline);
-            self.arm(at, TimerKind::Horizon { cpu: cpu as u32, gen });
+            self.arm(
+                at,
+                TimerKind::Horizon {
+                    cpu: cpu as u32,
+                    gen,
+                },
+            );
         }
     }
 
@@ -814,7 +849,9 @@ impl Dispatcher {
         self.decisions += 1;
         let cpu_id = CpuId(cpu as u32);
         loop {
-            let Some(&hop) = self.cpus[cpu].path.last() else { return };
+            let Some(&hop) = self.cpus[cpu].path.last() else {
+                return;
+            };
             let s = hop.sched;
             let Some(answer) = self.call(s, |p, cx| p.vp_grant(cx, hop.vp, cpu_id)) else {
                 return; // ejected: the CPU was marked for re-decision above it
@@ -890,15 +927,21 @@ impl Dispatcher {
                     return Err(format!("granted {child}, which did not request a CPU"));
                 }
                 if let Some(other) = kid.running {
-                    return Err(format!("granted {child}, which is already running on {other}"));
+                    return Err(format!(
+                        "granted {child}, which is already running on {other}"
+                    ));
                 }
                 if until <= self.now {
-                    return Err(format!("answered a grant with a horizon in the past ({until})"));
+                    return Err(format!(
+                        "answered a grant with a horizon in the past ({until})"
+                    ));
                 }
             }
             Dispatch::Idle { until } => {
                 if until <= self.now {
-                    return Err(format!("answered a grant with a horizon in the past ({until})"));
+                    return Err(format!(
+                        "answered a grant with a horizon in the past ({until})"
+                    ));
                 }
             }
             Dispatch::Release => {}
@@ -926,7 +969,9 @@ impl Dispatcher {
     // ----- watchdog -------------------------------------------------------------
 
     fn watchdog(&mut self) {
-        let Some(bound) = self.cfg.watchdog else { return };
+        let Some(bound) = self.cfg.watchdog else {
+            return;
+        };
         let now = self.now;
         for i in 0..self.threads.len() {
             let thr = &self.threads[i];
@@ -997,16 +1042,24 @@ impl Dispatcher {
             if self.root.is_none() {
                 continue;
             }
-            let first = c.path.first().ok_or_else(|| format!("cpu{cpu}: empty path"))?;
+            let first = c
+                .path
+                .first()
+                .ok_or_else(|| format!("cpu{cpu}: empty path"))?;
             if Some(first.sched) != self.root || first.vp != ParentVp(cpu as u32) {
-                return Err(format!("cpu{cpu}: path does not start at the root's VP {cpu}"));
+                return Err(format!(
+                    "cpu{cpu}: path does not start at the root's VP {cpu}"
+                ));
             }
             for (k, hop) in c.path.iter().enumerate() {
                 let inst = self
                     .inst(hop.sched)
                     .ok_or_else(|| format!("cpu{cpu}: path holds destroyed {}", hop.sched))?;
                 if k > 0 && inst.vps[hop.vp.index()] != VpState::Held(cpu_id) {
-                    return Err(format!("cpu{cpu}: {} {} is on the path but not held", inst.name, hop.vp));
+                    return Err(format!(
+                        "cpu{cpu}: {} {} is on the path but not held",
+                        inst.name, hop.vp
+                    ));
                 }
                 let Some(child) = hop.child else {
                     if k + 1 != c.path.len() || c.thread.is_some() {
@@ -1030,14 +1083,20 @@ impl Dispatcher {
                         }
                         let thr = &self.threads[t.index()];
                         if !thr.runnable || thr.running != Some(cpu_id) {
-                            return Err(format!("cpu{cpu}: thread {} is not runnable+running", thr.name));
+                            return Err(format!(
+                                "cpu{cpu}: thread {} is not runnable+running",
+                                thr.name
+                            ));
                         }
                         if running_threads[t.index()].replace(cpu).is_some() {
                             return Err(format!("thread {} runs on two CPUs", thr.name));
                         }
                     }
                     ChildRef::Vp(cs, cvp) => {
-                        let next = c.path.get(k + 1).ok_or_else(|| format!("cpu{cpu}: path ends at a VP grant"))?;
+                        let next = c
+                            .path
+                            .get(k + 1)
+                            .ok_or_else(|| format!("cpu{cpu}: path ends at a VP grant"))?;
                         if (next.sched, next.vp) != (cs, cvp) {
                             return Err(format!("cpu{cpu}: path does not follow the grant"));
                         }
@@ -1047,7 +1106,10 @@ impl Dispatcher {
         }
         for (i, thr) in self.threads.iter().enumerate() {
             if thr.running.is_some() != running_threads[i].is_some() {
-                return Err(format!("thread {} thinks it runs but no CPU path says so", thr.name));
+                return Err(format!(
+                    "thread {} thinks it runs but no CPU path says so",
+                    thr.name
+                ));
             }
         }
         for (s, inst) in self.scheds.iter().enumerate() {
@@ -1055,12 +1117,14 @@ impl Dispatcher {
             for (c, kid) in inst.children.iter().enumerate() {
                 let Some(kid) = kid else { continue };
                 if let Some(cpu) = kid.running {
-                    let on_path = self.cpus[cpu.index()]
-                        .path
-                        .iter()
-                        .any(|h| h.sched == SchedId(s as u32) && h.child == Some(ChildId(c as u32)));
+                    let on_path = self.cpus[cpu.index()].path.iter().any(|h| {
+                        h.sched == SchedId(s as u32) && h.child == Some(ChildId(c as u32))
+                    });
                     if !on_path {
-                        return Err(format!("{} child{c} marked running on {cpu} but not on its path", inst.name));
+                        return Err(format!(
+                            "{} child{c} marked running on {cpu} but not on its path",
+                            inst.name
+                        ));
                     }
                 }
             }

@@ -10,7 +10,10 @@
 //! the native scheduler run whatever the loaded one leaves.
 
 use crate::dispatcher::{ChildRef, Dispatcher, Hop, Inst, Link, Platform, Thr};
-use hsched_core::{ChildId, Cx, Instant, Params, ParentVp, PolicyInfo, SchedId, Scheduler, ThreadId, Value, VpState};
+use hsched_core::{
+    ChildId, Cx, Instant, Params, ParentVp, PolicyInfo, SchedId, Scheduler, ThreadId, Value,
+    VpState,
+};
 use hsched_model::{LogKind, NodeResult};
 use std::collections::{BinaryHeap, HashMap};
 
@@ -27,7 +30,13 @@ pub struct AttachLink {
 impl Dispatcher {
     /// Creates an instance of `policy` with `vps` virtual processors,
     /// detached. Calls `init`.
-    pub fn create(&mut self, name: &str, policy: &str, params: &Params, vps: u32) -> Result<SchedId, String> {
+    pub fn create(
+        &mut self,
+        name: &str,
+        policy: &str,
+        params: &Params,
+        vps: u32,
+    ) -> Result<SchedId, String> {
         let info = self.find_policy(policy).ok_or_else(|| {
             let known: Vec<&str> = hsched_policies::registry()
                 .iter()
@@ -39,7 +48,8 @@ impl Dispatcher {
         let resolved = params
             .resolve(&(info.params)())
             .map_err(|e| format!("scheduler `{name}` ({policy}): {e}"))?;
-        let instance = (info.build)(&resolved).map_err(|e| format!("scheduler `{name}` ({policy}): {e}"))?;
+        let instance =
+            (info.build)(&resolved).map_err(|e| format!("scheduler `{name}` ({policy}): {e}"))?;
         self.create_with(name, info, instance, vps)
     }
 
@@ -50,7 +60,8 @@ impl Dispatcher {
     }
 
     fn find_policy(&self, name: &str) -> Option<&'static PolicyInfo> {
-        hsched_policies::find(name).or_else(|| self.plugins.iter().copied().find(|p| p.name == name))
+        hsched_policies::find(name)
+            .or_else(|| self.plugins.iter().copied().find(|p| p.name == name))
     }
 
     /// Creates an instance from a policy object built elsewhere (a policy
@@ -100,14 +111,22 @@ impl Dispatcher {
         }
         let inst = self.inst(s).ok_or_else(|| format!("no scheduler {s}"))?;
         if inst.vps.len() != self.cfg.cpus as usize || inst.links.iter().any(|l| l.is_some()) {
-            return Err(format!("`{}` must be detached and have one VP per CPU to be the root", inst.name));
+            return Err(format!(
+                "`{}` must be detached and have one VP per CPU to be the root",
+                inst.name
+            ));
         }
         self.install_root(s);
         Ok(())
     }
 
     /// Creates the root: an instance holding one VP per physical CPU.
-    pub fn create_root(&mut self, name: &str, policy: &str, params: &Params) -> Result<SchedId, String> {
+    pub fn create_root(
+        &mut self,
+        name: &str,
+        policy: &str,
+        params: &Params,
+    ) -> Result<SchedId, String> {
         if let Some(r) = self.root {
             return Err(format!("there is already a root, `{}`", self.sched_name(r)));
         }
@@ -120,7 +139,9 @@ impl Dispatcher {
         self.root = Some(s);
         let cpus = self.cfg.cpus;
         let inst = self.inst_mut(s).unwrap();
-        inst.vps = (0..cpus).map(|c| VpState::Held(hsched_core::CpuId(c))).collect();
+        inst.vps = (0..cpus)
+            .map(|c| VpState::Held(hsched_core::CpuId(c)))
+            .collect();
         inst.links = vec![None; cpus as usize];
         for cpu in 0..cpus as usize {
             self.cpus[cpu].path.clear();
@@ -142,7 +163,13 @@ impl Dispatcher {
     /// Attaches a detached instance under its parents. Admission happens at
     /// each parent (`register_vp`); if any refuses, nothing is attached and
     /// the refusal is returned. VPs that want a CPU are requested at once.
-    pub fn attach(&mut self, p: &mut dyn Platform, now: Instant, s: SchedId, links: &[AttachLink]) -> Result<(), String> {
+    pub fn attach(
+        &mut self,
+        p: &mut dyn Platform,
+        now: Instant,
+        s: SchedId,
+        links: &[AttachLink],
+    ) -> Result<(), String> {
         self.set_now(now);
         let r = self.attach_inner(s, links);
         self.settle(p);
@@ -160,7 +187,10 @@ impl Dispatcher {
         }
         let total: u32 = links.iter().map(|l| l.vps).sum();
         if total as usize != inst.vps.len() {
-            return Err(format!("`{name}` has {} VPs but the links give {total}", inst.vps.len()));
+            return Err(format!(
+                "`{name}` has {} VPs but the links give {total}",
+                inst.vps.len()
+            ));
         }
         if links.len() as u32 > inst.info.max_parents {
             return Err(format!(
@@ -173,9 +203,14 @@ impl Dispatcher {
         // Check everything before registering anything.
         let mut resolved = Vec::new();
         for l in links {
-            let parent = self.inst(l.parent).ok_or_else(|| format!("parent {} does not exist", l.parent))?;
+            let parent = self
+                .inst(l.parent)
+                .ok_or_else(|| format!("parent {} does not exist", l.parent))?;
             if l.parent == s || self.is_descendant(l.parent, s) {
-                return Err(format!("attaching `{name}` under `{}` would make a cycle", parent.name));
+                return Err(format!(
+                    "attaching `{name}` under `{}` would make a cycle",
+                    parent.name
+                ));
             }
             let params = l
                 .params
@@ -189,7 +224,10 @@ impl Dispatcher {
             for _ in 0..l.vps {
                 match self.register(l.parent, ChildRef::Vp(s, ParentVp(vp)), params) {
                     Ok(child) => {
-                        let link = Link { parent: l.parent, child };
+                        let link = Link {
+                            parent: l.parent,
+                            child,
+                        };
                         self.inst_mut(s).unwrap().links[vp as usize] = Some(link);
                         done.push(link);
                     }
@@ -198,7 +236,10 @@ impl Dispatcher {
                             self.unregister(*link);
                             self.inst_mut(s).unwrap().links[i] = None;
                         }
-                        return Err(format!("`{}` refused `{name}`: {e}", self.sched_name(l.parent)));
+                        return Err(format!(
+                            "`{}` refused `{name}`: {e}",
+                            self.sched_name(l.parent)
+                        ));
                     }
                 }
                 vp += 1;
@@ -239,10 +280,18 @@ impl Dispatcher {
 
     /// Registers a child at `parent` (admission). Attachment parameters must
     /// be resolved already.
-    fn register(&mut self, parent: SchedId, what: ChildRef, params: &Params) -> Result<ChildId, String> {
+    fn register(
+        &mut self,
+        parent: SchedId,
+        what: ChildRef,
+        params: &Params,
+    ) -> Result<ChildId, String> {
         let inst = self.inst_mut(parent).ok_or("the parent is gone")?;
         if inst.live_children >= inst.info.max_children {
-            return Err(format!("{} takes at most {} child(ren)", inst.info.name, inst.info.max_children));
+            return Err(format!(
+                "{} takes at most {} child(ren)",
+                inst.info.name, inst.info.max_children
+            ));
         }
         let child = inst.alloc_child(what);
         match self.call(parent, |s, cx| s.register_vp(cx, child, params)) {
@@ -260,7 +309,11 @@ impl Dispatcher {
     /// Removes a child from its parent (`unregister_vp`), re-deciding the CPU
     /// it was running on.
     fn unregister(&mut self, link: Link) {
-        let Some(kid) = self.inst(link.parent).and_then(|i| i.kid(link.child)).copied() else {
+        let Some(kid) = self
+            .inst(link.parent)
+            .and_then(|i| i.kid(link.child))
+            .copied()
+        else {
             return;
         };
         if let Some(cpu) = kid.running {
@@ -285,12 +338,21 @@ impl Dispatcher {
             return Err("the root cannot be detached".into());
         }
         let inst = self.inst(s).ok_or_else(|| format!("no scheduler {s}"))?;
-        let links: Vec<(usize, Link)> = inst.links.iter().enumerate().filter_map(|(i, l)| l.map(|l| (i, l))).collect();
+        let links: Vec<(usize, Link)> = inst
+            .links
+            .iter()
+            .enumerate()
+            .filter_map(|(i, l)| l.map(|l| (i, l)))
+            .collect();
         for (vp, link) in links {
             if let VpState::Held(cpu) = self.inst(s).unwrap().vps[vp] {
                 // Take the CPU back below the parent's grant first.
                 self.end_segment(cpu.index());
-                if let Some(depth) = self.cpus[cpu.index()].path.iter().position(|h| h.sched == s) {
+                if let Some(depth) = self.cpus[cpu.index()]
+                    .path
+                    .iter()
+                    .position(|h| h.sched == s)
+                {
                     self.unwind_below(cpu.index(), depth - 1);
                     self.mark_dirty(cpu.index(), depth - 1);
                 }
@@ -309,7 +371,12 @@ impl Dispatcher {
     /// Destroys an instance in an orderly way (`deinit` is called). Its
     /// threads return to the default scheduler; child schedulers left with
     /// no parent are destroyed too.
-    pub fn destroy(&mut self, p: &mut dyn Platform, now: Instant, s: SchedId) -> Result<(), String> {
+    pub fn destroy(
+        &mut self,
+        p: &mut dyn Platform,
+        now: Instant,
+        s: SchedId,
+    ) -> Result<(), String> {
         self.set_now(now);
         if self.inst(s).is_none() {
             return Err(format!("no scheduler {s}"));
@@ -340,15 +407,29 @@ impl Dispatcher {
             let name = self.threads[t.index()].name.clone();
             match self.register(default, ChildRef::Thread(t), &self.default_params()) {
                 Ok(child) => {
-                    self.rehome(t, Link { parent: default, child });
-                    self.record(LogKind::Moved, format!("thread `{name}` returned to the default scheduler"));
+                    self.rehome(
+                        t,
+                        Link {
+                            parent: default,
+                            child,
+                        },
+                    );
+                    self.record(
+                        LogKind::Moved,
+                        format!("thread `{name}` returned to the default scheduler"),
+                    );
                     if self.threads[t.index()].runnable {
-                        self.deliver_request(Link { parent: default, child });
+                        self.deliver_request(Link {
+                            parent: default,
+                            child,
+                        });
                     }
                 }
                 Err(e) => self.record(
                     LogKind::Refused,
-                    format!("the default scheduler refused thread `{name}`: {e}; it waits unattached"),
+                    format!(
+                        "the default scheduler refused thread `{name}`: {e}; it waits unattached"
+                    ),
                 ),
             }
         }
@@ -379,7 +460,10 @@ impl Dispatcher {
             self.cpus[cpu].path.pop();
             if depth2 > 0 {
                 let parent = self.cpus[cpu].path[depth2 - 1];
-                if let Some(kid) = parent.child.and_then(|c| self.inst_mut(parent.sched).and_then(|i| i.kid_mut(c))) {
+                if let Some(kid) = parent
+                    .child
+                    .and_then(|c| self.inst_mut(parent.sched).and_then(|i| i.kid_mut(c)))
+                {
                     kid.running = None;
                 }
                 self.cpus[cpu].path[depth2 - 1].child = None;
@@ -393,7 +477,10 @@ impl Dispatcher {
         let links: Vec<Link> = inst.links.iter().flatten().copied().collect();
         let children: Vec<ChildRef> = inst.children.iter().flatten().map(|k| k.what).collect();
         for link in links {
-            if let Some(kid) = self.inst_mut(link.parent).and_then(|i| i.kid_mut(link.child)) {
+            if let Some(kid) = self
+                .inst_mut(link.parent)
+                .and_then(|i| i.kid_mut(link.child))
+            {
                 kid.runnable = false;
                 kid.running = None;
             }
@@ -448,7 +535,13 @@ impl Dispatcher {
         }
         let fresh_name = |d: &Dispatcher, base: &str| {
             (0..)
-                .map(|i| if i == 0 { base.to_string() } else { format!("{base}-{i}") })
+                .map(|i| {
+                    if i == 0 {
+                        base.to_string()
+                    } else {
+                        format!("{base}-{i}")
+                    }
+                })
                 .find(|n| d.sched_by_name(n).is_none())
                 .unwrap()
         };
@@ -472,15 +565,25 @@ impl Dispatcher {
                 let hi = Params::new().with("prio", Value::Int(1));
                 let lo = Params::new().with("prio", Value::Int(0));
                 for (child, params) in [(old_root, hi), (rr, lo)] {
-                    let link = AttachLink { parent: machine, vps: cpus, params };
+                    let link = AttachLink {
+                        parent: machine,
+                        vps: cpus,
+                        params,
+                    };
                     if let Err(e) = self.attach_inner(child, &[link]) {
-                        self.record(LogKind::Refused, format!("re-creating the default scheduler: {e}"));
+                        self.record(
+                            LogKind::Refused,
+                            format!("re-creating the default scheduler: {e}"),
+                        );
                     }
                 }
             }
         }
         self.default = Some(rr);
-        self.record(LogKind::Moved, format!("`{rr_name}` (rr) is now the default scheduler"));
+        self.record(
+            LogKind::Moved,
+            format!("`{rr_name}` (rr) is now the default scheduler"),
+        );
     }
 
     /// Puts `new_root` above `old_root`: the old root's CPU grants become
@@ -504,7 +607,12 @@ impl Dispatcher {
     /// Adds a thread under `parent` with attachment `params`. If `parent`
     /// refuses it (admission), the thread goes to the default scheduler and
     /// the refusal is logged and returned with the id.
-    pub fn add_thread(&mut self, name: &str, parent: SchedId, params: &Params) -> (ThreadId, Result<(), String>) {
+    pub fn add_thread(
+        &mut self,
+        name: &str,
+        parent: SchedId,
+        params: &Params,
+    ) -> (ThreadId, Result<(), String>) {
         let t = ThreadId(self.threads.len() as u32);
         self.threads.push(Thr {
             name: name.to_string(),
@@ -517,7 +625,10 @@ impl Dispatcher {
         });
         let result = self.attach_thread(t, parent, params);
         if let Err(e) = &result {
-            self.record(LogKind::Refused, format!("thread `{name}`: {e}; it runs under the default scheduler"));
+            self.record(
+                LogKind::Refused,
+                format!("thread `{name}`: {e}; it runs under the default scheduler"),
+            );
             if let Some(d) = self.default {
                 let params = self.default_params();
                 if let Ok(child) = self.register(d, ChildRef::Thread(t), &params) {
@@ -528,10 +639,19 @@ impl Dispatcher {
         (t, result)
     }
 
-    fn attach_thread(&mut self, t: ThreadId, parent: SchedId, params: &Params) -> Result<(), String> {
-        let inst = self.inst(parent).ok_or_else(|| format!("no scheduler {parent}"))?;
+    fn attach_thread(
+        &mut self,
+        t: ThreadId,
+        parent: SchedId,
+        params: &Params,
+    ) -> Result<(), String> {
+        let inst = self
+            .inst(parent)
+            .ok_or_else(|| format!("no scheduler {parent}"))?;
         let pname = inst.name.clone();
-        let params = params.resolve(&inst.child_specs).map_err(|e| format!("under `{pname}`: {e}"))?;
+        let params = params
+            .resolve(&inst.child_specs)
+            .map_err(|e| format!("under `{pname}`: {e}"))?;
         let child = self
             .register(parent, ChildRef::Thread(t), &params)
             .map_err(|e| format!("`{pname}` refused it: {e}"))?;
@@ -551,14 +671,26 @@ impl Dispatcher {
 
     /// Moves a thread to another scheduler. Admission at the new one comes
     /// first: if refused, the thread stays where it was.
-    pub fn move_thread(&mut self, p: &mut dyn Platform, now: Instant, t: ThreadId, to: SchedId, params: &Params) -> Result<(), String> {
+    pub fn move_thread(
+        &mut self,
+        p: &mut dyn Platform,
+        now: Instant,
+        t: ThreadId,
+        to: SchedId,
+        params: &Params,
+    ) -> Result<(), String> {
         self.set_now(now);
         let r = self.move_thread_inner(t, to, params);
         self.settle(p);
         r
     }
 
-    pub(crate) fn move_thread_inner(&mut self, t: ThreadId, to: SchedId, params: &Params) -> Result<(), String> {
+    pub(crate) fn move_thread_inner(
+        &mut self,
+        t: ThreadId,
+        to: SchedId,
+        params: &Params,
+    ) -> Result<(), String> {
         if !self.threads[t.index()].alive {
             return Err("the thread has exited".into());
         }
@@ -571,7 +703,10 @@ impl Dispatcher {
             self.unregister(old);
         }
         let name = self.threads[t.index()].name.clone();
-        self.record(LogKind::Moved, format!("thread `{name}` moved to `{}`", self.sched_name(to)));
+        self.record(
+            LogKind::Moved,
+            format!("thread `{name}` moved to `{}`", self.sched_name(to)),
+        );
         let link = self.threads[t.index()].parent.unwrap();
         if self.threads[t.index()].runnable {
             self.deliver_request(link);

@@ -106,9 +106,15 @@ pub enum Op {
     Lock(String),
     Unlock(String),
     /// Send a message to a scheduler, answered at once; the reply is logged.
-    Msg { to: Target, msg: Msg },
+    Msg {
+        to: Target,
+        msg: Msg,
+    },
     /// Repeat `body` (`None`: forever).
-    Loop { count: Option<u64>, body: Vec<Op> },
+    Loop {
+        count: Option<u64>,
+        body: Vec<Op>,
+    },
     /// Give up the CPU but stay runnable (release then request at once).
     Yield,
 }
@@ -127,9 +133,20 @@ pub enum Target {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub enum Dist {
     Fixed(Duration),
-    Uniform { min: Duration, max: Duration },
-    Exponential { mean: Duration, max: Duration },
-    Normal { mean: Duration, sd: Duration, min: Duration, max: Duration },
+    Uniform {
+        min: Duration,
+        max: Duration,
+    },
+    Exponential {
+        mean: Duration,
+        max: Duration,
+    },
+    Normal {
+        mean: Duration,
+        sd: Duration,
+        min: Duration,
+        max: Duration,
+    },
 }
 
 /// A scripted hierarchy change.
@@ -148,9 +165,16 @@ pub enum Action {
     /// Detach an instance from its parents (it keeps its children, gets no CPU).
     Detach(String),
     /// Attach a detached instance under parents.
-    Attach { scheduler: String, parents: Vec<ParentLink> },
+    Attach {
+        scheduler: String,
+        parents: Vec<ParentLink>,
+    },
     /// Move a thread to another scheduler (refused admission keeps it where it is).
-    Move { thread: String, to: String, params: Params },
+    Move {
+        thread: String,
+        to: String,
+        params: Params,
+    },
     /// An operator message to a scheduler.
     Msg { to: String, msg: Msg },
 }

@@ -254,19 +254,21 @@ fn link(t: &Table<'_>, cpus: u32) -> Result<LinkDecl, Fail> {
 
 /// Checks written parameters against declarations, key by key so an error
 /// points at the key, then fills in defaults. `whose` names what declares
-/// them ("policy `rr`", "children of `root` (fp)").
+/// them ("policy `rr`", "a child of `root` (fp)"). `in_sched_table`: the
+/// parameters are the plain keys of a scheduler table, where a typo may be
+/// meant for one of its own keys or be a misplaced top-level key.
 pub(crate) fn resolve(
     raw: &[RawParam],
     specs: &[ParamSpec],
     owner_span: &Span,
     owner_path: &str,
     whose: &str,
-    top_hint: bool,
+    in_sched_table: bool,
 ) -> Result<Params, Fail> {
     for rp in raw {
         let Some(spec) = specs.iter().find(|s| s.name == rp.key) else {
             let mut names: Vec<&str> = specs.iter().map(|s| s.name).collect();
-            if top_hint {
+            if in_sched_table {
                 names.extend(SCHED_KEYS);
             }
             let mut f = Fail::new(
@@ -279,7 +281,7 @@ pub(crate) fn resolve(
                 ),
             )
             .help(describe(whose, specs));
-            if top_hint && crate::build::TOP_KEYS.contains(&rp.key.as_str()) {
+            if in_sched_table && crate::build::TOP_KEYS.contains(&rp.key.as_str()) {
                 f = f.help(format!(
                     "`{}` is a top-level key: in TOML, keys after a [table] header belong to that table, so put top-level keys before the first header",
                     rp.key

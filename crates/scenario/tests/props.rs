@@ -6,19 +6,34 @@ mod common;
 
 use proptest::prelude::*;
 
-/// Every example file plus the test base: the seeds for mutation.
+/// Every shipped scenario (any depth under `scenarios/`) plus the test
+/// base: the seeds for mutation.
 fn seeds() -> Vec<String> {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/examples");
-    let mut out = vec![common::BASE.to_string()];
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
-        paths.sort();
-        for p in paths {
-            if let Ok(t) = std::fs::read_to_string(p) {
-                out.push(t);
+    fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else if p.extension().is_some_and(|x| x == "toml") {
+                out.push(p);
             }
         }
     }
+    let mut paths = Vec::new();
+    walk(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios"),
+        &mut paths,
+    );
+    paths.sort();
+    let mut out = vec![common::BASE.to_string()];
+    out.extend(
+        paths
+            .into_iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok()),
+    );
     out
 }
 

@@ -17,8 +17,8 @@ pub mod workloads;
 use hsched_core::{CpuId, Duration, Instant, SchedId, ThreadId};
 use hsched_dispatch::{AttachLink, Config, Dispatcher, Platform};
 use hsched_model::{
-    Action, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult, Scenario, SchedulerSpec,
-    Segment, SegmentKind, Target, ThreadResult, Trace,
+    Action, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult, Scenario,
+    SchedulerSpec, Segment, SegmentKind, Target, ThreadResult, Trace,
 };
 use program::{compile, draw, Cursor, Instr, PeriodicState};
 use rand::SeedableRng;
@@ -154,8 +154,14 @@ impl<'a> Simulation<'a> {
         self.run_until(self.horizon);
         let events = self.events();
         let wall = self.started.elapsed();
-        self.world
-            .finish(&mut self.disp, self.scn, self.horizon, self.seed, events, wall)
+        self.world.finish(
+            &mut self.disp,
+            self.scn,
+            self.horizon,
+            self.seed,
+            events,
+            wall,
+        )
     }
 }
 
@@ -193,14 +199,20 @@ fn build_hierarchy(disp: &mut Dispatcher, world: &mut World, scn: &Scenario) -> 
             load(disp, world, Instant::ZERO, spec)?;
         }
     }
-    let default = disp
-        .sched_by_name(&scn.default_scheduler)
-        .ok_or_else(|| format!("default scheduler `{}` does not exist", scn.default_scheduler))?;
+    let default = disp.sched_by_name(&scn.default_scheduler).ok_or_else(|| {
+        format!(
+            "default scheduler `{}` does not exist",
+            scn.default_scheduler
+        )
+    })?;
     disp.set_default(default);
     Ok(())
 }
 
-fn links(disp: &Dispatcher, spec_links: &[hsched_model::ParentLink]) -> Result<Vec<AttachLink>, String> {
+fn links(
+    disp: &Dispatcher,
+    spec_links: &[hsched_model::ParentLink],
+) -> Result<Vec<AttachLink>, String> {
     spec_links
         .iter()
         .map(|l| {
@@ -215,7 +227,12 @@ fn links(disp: &Dispatcher, spec_links: &[hsched_model::ParentLink]) -> Result<V
         .collect()
 }
 
-fn load(disp: &mut Dispatcher, world: &mut World, now: Instant, spec: &SchedulerSpec) -> Result<SchedId, String> {
+fn load(
+    disp: &mut Dispatcher,
+    world: &mut World,
+    now: Instant,
+    spec: &SchedulerSpec,
+) -> Result<SchedId, String> {
     let vps = spec.parents.iter().map(|l| l.vps).sum();
     let links = links(disp, &spec.parents)?;
     let s = disp.create(&spec.name, &spec.policy, &spec.params, vps)?;
@@ -366,7 +383,11 @@ impl World {
     fn arrive(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, i: usize) {
         let spec = &scn.threads[i];
         let Some(parent) = disp.sched_by_name(&spec.parent).or(disp.default_sched()) else {
-            self.record(now, LogKind::Refused, format!("thread `{}`: no scheduler to join", spec.name));
+            self.record(
+                now,
+                LogKind::Refused,
+                format!("thread `{}`: no scheduler to join", spec.name),
+            );
             return;
         };
         let (t, _) = disp.add_thread(&spec.name, parent, &spec.params);
@@ -411,22 +432,32 @@ impl World {
     fn script(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, i: usize) {
         let action = &scn.script[i].action;
         let result: Result<String, String> = match action {
-            Action::Load(spec) => load(disp, self, now, spec).map(|_| format!("loaded `{}` ({})", spec.name, spec.policy)),
+            Action::Load(spec) => load(disp, self, now, spec)
+                .map(|_| format!("loaded `{}` ({})", spec.name, spec.policy)),
             Action::Unload(name) => match disp.sched_by_name(name) {
-                Some(s) => disp.destroy(self, now, s).map(|_| format!("unloaded `{name}`")),
+                Some(s) => disp
+                    .destroy(self, now, s)
+                    .map(|_| format!("unloaded `{name}`")),
                 None => Err(format!("unload: no scheduler `{name}`")),
             },
             Action::Detach(name) => match disp.sched_by_name(name) {
-                Some(s) => disp.detach(self, now, s).map(|_| format!("detached `{name}`")),
+                Some(s) => disp
+                    .detach(self, now, s)
+                    .map(|_| format!("detached `{name}`")),
                 None => Err(format!("detach: no scheduler `{name}`")),
             },
-            Action::Attach { scheduler, parents } => match (disp.sched_by_name(scheduler), links(disp, parents)) {
-                (Some(s), Ok(l)) => disp.attach(self, now, s, &l).map(|_| format!("attached `{scheduler}`")),
-                (None, _) => Err(format!("attach: no scheduler `{scheduler}`")),
-                (_, Err(e)) => Err(format!("attach `{scheduler}`: {e}")),
-            },
+            Action::Attach { scheduler, parents } => {
+                match (disp.sched_by_name(scheduler), links(disp, parents)) {
+                    (Some(s), Ok(l)) => disp
+                        .attach(self, now, s, &l)
+                        .map(|_| format!("attached `{scheduler}`")),
+                    (None, _) => Err(format!("attach: no scheduler `{scheduler}`")),
+                    (_, Err(e)) => Err(format!("attach `{scheduler}`: {e}")),
+                }
+            }
             Action::Move { thread, to, params } => {
-                let t = (0..self.threads.len()).find(|&t| disp.thread_name(ThreadId(t as u32)) == thread);
+                let t = (0..self.threads.len())
+                    .find(|&t| disp.thread_name(ThreadId(t as u32)) == thread);
                 match (t, disp.sched_by_name(to)) {
                     (Some(t), Some(s)) => disp
                         .move_thread(self, now, ThreadId(t as u32), s, params)
@@ -491,7 +522,13 @@ impl World {
     }
 
     /// Executes instructions that take no CPU time.
-    fn step(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId, yielded: &mut bool) -> Outcome {
+    fn step(
+        &mut self,
+        disp: &mut Dispatcher,
+        now: Instant,
+        t: ThreadId,
+        yielded: &mut bool,
+    ) -> Outcome {
         loop {
             let th = &mut self.threads[t.index()];
             if !th.remaining.is_zero() {
@@ -551,11 +588,23 @@ impl World {
                     match to {
                         Some(s) => {
                             let reply = disp.message(self, now, Some(t), s, msg);
-                            let kind = if reply.is_ok() { LogKind::Reply } else { LogKind::Refused };
+                            let kind = if reply.is_ok() {
+                                LogKind::Reply
+                            } else {
+                                LogKind::Refused
+                            };
                             let sname = disp.sched_name(s).to_string();
-                            self.record(now, kind, format!("`{name}` -> `{sname}` {msg}: {reply:?}"));
+                            self.record(
+                                now,
+                                kind,
+                                format!("`{name}` -> `{sname}` {msg}: {reply:?}"),
+                            );
                         }
-                        None => self.record(now, LogKind::Refused, format!("`{name}`: {msg}: no such scheduler")),
+                        None => self.record(
+                            now,
+                            LogKind::Refused,
+                            format!("`{name}`: {msg}: no such scheduler"),
+                        ),
                     }
                 }
                 Instr::Yield => {
@@ -593,7 +642,13 @@ impl World {
                 }
                 Instr::AwaitRelease => {
                     let p = th.cursor.periodic.last_mut().expect("periodic stack");
-                    let Instr::PeriodicStart { deadline, jobs, end, .. } = &code[p.start] else {
+                    let Instr::PeriodicStart {
+                        deadline,
+                        jobs,
+                        end,
+                        ..
+                    } = &code[p.start]
+                    else {
                         unreachable!("AwaitRelease follows PeriodicStart")
                     };
                     if jobs.is_some_and(|j| p.job >= j) {
@@ -649,7 +704,9 @@ impl World {
         let Some(cpu) = th.cpu else { return };
         th.run_gen += 1;
         let gen = th.run_gen;
-        let start = self.cpus[cpu.index()].switch_end.max(self.cpus[cpu.index()].seg_start);
+        let start = self.cpus[cpu.index()]
+            .switch_end
+            .max(self.cpus[cpu.index()].seg_start);
         let at = start.saturating_add(th.remaining);
         self.push(at, Ev::Complete(t, gen));
     }
@@ -697,7 +754,12 @@ impl World {
             }
         }
         c.last_segment = Some(trace.segments.len());
-        trace.segments.push(Segment { cpu, start, end, what });
+        trace.segments.push(Segment {
+            cpu,
+            start,
+            end,
+            what,
+        });
     }
 
     fn finish(
@@ -715,7 +777,10 @@ impl World {
         }
         for th in &mut self.threads {
             if let Some(since) = th.waiting_since {
-                th.stats.max_runnable_gap = th.stats.max_runnable_gap.max(horizon.saturating_since(since));
+                th.stats.max_runnable_gap = th
+                    .stats
+                    .max_runnable_gap
+                    .max(horizon.saturating_since(since));
             }
         }
         let misses: Vec<(Instant, ThreadId, u64)> = self
@@ -797,7 +862,11 @@ impl Platform for World {
         c.thread = Some(t);
         c.seg_start = now;
         let switching = c.last != Some(t);
-        c.switch_end = if switching { now.saturating_add(self.cs) } else { now };
+        c.switch_end = if switching {
+            now.saturating_add(self.cs)
+        } else {
+            now
+        };
         c.last = Some(t);
         let th = &mut self.threads[t.index()];
         if switching {

@@ -20,8 +20,13 @@ pub(crate) enum Instr {
     Msg(Target, Msg),
     Yield,
     /// Start of a loop; `end` is the index after the matching `LoopEnd`.
-    LoopStart { count: Option<u64>, end: usize },
-    LoopEnd { start: usize },
+    LoopStart {
+        count: Option<u64>,
+        end: usize,
+    },
+    LoopEnd {
+        start: usize,
+    },
     /// Start of a periodic timer; `end` is the index after its `JobEnd`.
     PeriodicStart {
         period: Duration,
@@ -32,7 +37,9 @@ pub(crate) enum Instr {
     },
     /// Wait for the next release of the innermost periodic timer, then start a job.
     AwaitRelease,
-    JobEnd { start: usize },
+    JobEnd {
+        start: usize,
+    },
 }
 
 /// Compiles a program; mutex names are interned through `mutex_id`.
@@ -53,7 +60,10 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
             Op::Yield => out.push(Instr::Yield),
             Op::Loop { count, body } => {
                 let start = out.len();
-                out.push(Instr::LoopStart { count: *count, end: 0 });
+                out.push(Instr::LoopStart {
+                    count: *count,
+                    end: 0,
+                });
                 emit(body, out, mutex_id);
                 out.push(Instr::LoopEnd { start });
                 let end = out.len();

@@ -8,12 +8,22 @@ use hsched_model::{Dist, Machine, Op, ParentLink, Program, Scenario, SchedulerSp
 /// of a chain of `levels` schedulers: `levels - 1` fixed-priority schedulers,
 /// each the only child of the one above, then the `rr`. Every instance has
 /// one VP per CPU.
-pub fn cpu_bound(threads: usize, levels: usize, cpus: u32, quantum: Duration, horizon: Duration) -> Scenario {
+pub fn cpu_bound(
+    threads: usize,
+    levels: usize,
+    cpus: u32,
+    quantum: Duration,
+    horizon: Duration,
+) -> Scenario {
     assert!(levels >= 1);
     let mut schedulers = Vec::new();
     for level in 0..levels {
         let (name, policy, params) = if level + 1 == levels {
-            ("rr".to_string(), "rr", Params::new().with("quantum", Value::Duration(quantum)))
+            (
+                "rr".to_string(),
+                "rr",
+                Params::new().with("quantum", Value::Duration(quantum)),
+            )
         } else {
             (format!("fp{level}"), "fp", Params::new())
         };
@@ -21,7 +31,10 @@ pub fn cpu_bound(threads: usize, levels: usize, cpus: u32, quantum: Duration, ho
             vec![]
         } else {
             vec![ParentLink {
-                parent: schedulers.last().map(|s: &SchedulerSpec| s.name.clone()).unwrap(),
+                parent: schedulers
+                    .last()
+                    .map(|s: &SchedulerSpec| s.name.clone())
+                    .unwrap(),
                 vps: cpus,
                 params: Params::new(),
             }]

@@ -27,7 +27,13 @@ fn round_robin_shares_equally_and_accounts_every_nanosecond() {
 
 #[test]
 fn deep_hierarchies_on_several_cpus_keep_every_invariant() {
-    let scn = workloads::cpu_bound(7, 4, 3, Duration::from_millis(3), Duration::from_millis(200));
+    let scn = workloads::cpu_bound(
+        7,
+        4,
+        3,
+        Duration::from_millis(3),
+        Duration::from_millis(200),
+    );
     let r = run(&scn, &checked()).unwrap();
     assert!(r.log.is_empty(), "{:?}", r.log);
     let total: u64 = r.threads.iter().map(|t| t.cpu_time.as_nanos()).sum();
@@ -37,7 +43,8 @@ fn deep_hierarchies_on_several_cpus_keep_every_invariant() {
 mod hierarchy_changes {
     use hsched_core::{Duration, Instant, Params, Value};
     use hsched_model::{
-        Action, Dist, LogKind, Machine, Op, ParentLink, Program, Scenario, SchedulerSpec, ScriptEvent, ThreadSpec,
+        Action, Dist, LogKind, Machine, Op, ParentLink, Program, Scenario, SchedulerSpec,
+        ScriptEvent, ThreadSpec,
     };
     use hsched_sim::{run, SimOptions};
 
@@ -97,7 +104,11 @@ mod hierarchy_changes {
             },
             horizon: ms(400),
             seed: 3,
-            schedulers: vec![spec("root", "fp", None), spec("app", "rr", Some(("root", 10))), spec("ts", "rr", Some(("root", 0)))],
+            schedulers: vec![
+                spec("root", "fp", None),
+                spec("app", "rr", Some(("root", 10))),
+                spec("ts", "rr", Some(("root", 0))),
+            ],
             default_scheduler: "ts".into(),
             threads: vec![busy("a", "app"), busy("b", "ts")],
             script: vec![],
@@ -116,14 +127,17 @@ mod hierarchy_changes {
         let mut scn = two_level();
         scn.script = vec![
             at(100, Action::Detach("app".into())),
-            at(300, Action::Attach {
-                scheduler: "app".into(),
-                parents: vec![ParentLink {
-                    parent: "root".into(),
-                    vps: 1,
-                    params: Params::new().with("prio", Value::Int(10)),
-                }],
-            }),
+            at(
+                300,
+                Action::Attach {
+                    scheduler: "app".into(),
+                    parents: vec![ParentLink {
+                        parent: "root".into(),
+                        vps: 1,
+                        params: Params::new().with("prio", Value::Int(10)),
+                    }],
+                },
+            ),
         ];
         let r = run(&scn, &opts()).unwrap();
         let a = r.threads.iter().find(|t| t.name == "a").unwrap();
@@ -132,7 +146,11 @@ mod hierarchy_changes {
         assert_eq!(a.cpu_time, ms(200));
         assert_eq!(b.cpu_time, ms(200));
         assert_eq!(a.scheduler, "app");
-        assert!(r.log.iter().all(|e| e.kind != LogKind::Refused), "{:?}", r.log);
+        assert!(
+            r.log.iter().all(|e| e.kind != LogKind::Refused),
+            "{:?}",
+            r.log
+        );
     }
 
     #[test]
@@ -153,18 +171,25 @@ mod hierarchy_changes {
         let mut scn = two_level();
         scn.script = vec![
             at(100, Action::Load(spec("late", "fifo", Some(("root", 20))))),
-            at(200, Action::Move {
-                thread: "b".into(),
-                to: "late".into(),
-                params: Params::new(),
-            }),
+            at(
+                200,
+                Action::Move {
+                    thread: "b".into(),
+                    to: "late".into(),
+                    params: Params::new(),
+                },
+            ),
         ];
         let r = run(&scn, &opts()).unwrap();
         let a = r.threads.iter().find(|t| t.name == "a").unwrap();
         let b = r.threads.iter().find(|t| t.name == "b").unwrap();
         assert_eq!(b.scheduler, "late");
         assert_eq!(a.cpu_time, ms(200));
-        assert_eq!(b.cpu_time, ms(200), "b preempts a from 200ms on, at priority 20");
+        assert_eq!(
+            b.cpu_time,
+            ms(200),
+            "b preempts a from 200ms on, at priority 20"
+        );
     }
 
     #[test]
@@ -192,7 +217,11 @@ mod hierarchy_changes {
         let b = r.threads.iter().find(|t| t.name == "b").unwrap();
         assert_eq!(b.scheduler, "default");
         assert_eq!(a.cpu_time, ms(400), "the old hierarchy keeps precedence");
-        let machine = r.nodes.iter().find(|n| n.name == "machine").expect("a machine root");
+        let machine = r
+            .nodes
+            .iter()
+            .find(|n| n.name == "machine")
+            .expect("a machine root");
         assert!(machine.alive);
         assert_eq!(machine.received, ms(300));
     }
@@ -200,7 +229,9 @@ mod hierarchy_changes {
 
 mod workload_programs {
     use hsched_core::{Duration, Instant, Params};
-    use hsched_model::{Dist, Machine, Op, Program, RunResult, Scenario, SchedulerSpec, ThreadSpec};
+    use hsched_model::{
+        Dist, Machine, Op, Program, RunResult, Scenario, SchedulerSpec, ThreadSpec,
+    };
     use hsched_sim::{run, SimOptions};
 
     fn ms(x: u64) -> Duration {
@@ -271,7 +302,10 @@ mod workload_programs {
         assert_eq!(r.jobs.len(), 10);
         for (k, j) in r.jobs.iter().enumerate() {
             let release = t(3 + 10 * k as u64);
-            assert_eq!((j.job, j.release, j.start, j.finish), (k as u64, release, Some(release), Some(release + ms(2))));
+            assert_eq!(
+                (j.job, j.release, j.start, j.finish),
+                (k as u64, release, Some(release), Some(release + ms(2)))
+            );
             assert_eq!(j.deadline, release + ms(4));
             assert!(!j.missed(t(200)));
         }
@@ -293,7 +327,10 @@ mod workload_programs {
         let r = go(&scenario(1, "fifo", vec![("p", 0, vec![periodic])]));
         let (j0, j1) = (&r.jobs[0], &r.jobs[1]);
         assert_eq!((j0.release, j0.finish), (t(0), Some(t(15))));
-        assert_eq!((j1.release, j1.start, j1.finish), (t(10), Some(t(15)), Some(t(30))));
+        assert_eq!(
+            (j1.release, j1.start, j1.finish),
+            (t(10), Some(t(15)), Some(t(30)))
+        );
         assert!(j0.missed(t(200)) && j1.missed(t(200)));
         assert_eq!(j1.lateness_ns(), Some(10_000_000));
     }
@@ -303,7 +340,11 @@ mod workload_programs {
         let a = vec![Op::Lock("m".into()), run_for(10), Op::Unlock("m".into())];
         let b = vec![Op::Lock("m".into()), run_for(5), Op::Unlock("m".into())];
         let c = vec![Op::Lock("m".into()), run_for(1), Op::Unlock("m".into())];
-        let r = go(&scenario(3, "rr", vec![("a", 0, a), ("b", 1, b), ("c", 2, c)]));
+        let r = go(&scenario(
+            3,
+            "rr",
+            vec![("a", 0, a), ("b", 1, b), ("c", 2, c)],
+        ));
         let exit = |n: &str| r.threads.iter().find(|t| t.name == n).unwrap().exit;
         assert_eq!(exit("a"), Some(t(10)));
         assert_eq!(exit("b"), Some(t(15)));
@@ -325,8 +366,16 @@ mod workload_programs {
             vec![Op::Loop {
                 count: Some(50),
                 body: vec![
-                    Op::Run(Dist::Exponential { mean: ms(1), max: ms(10) }),
-                    Op::Sleep(Dist::Normal { mean: ms(2), sd: ms(1), min: Duration::ZERO, max: ms(5) }),
+                    Op::Run(Dist::Exponential {
+                        mean: ms(1),
+                        max: ms(10),
+                    }),
+                    Op::Sleep(Dist::Normal {
+                        mean: ms(2),
+                        sd: ms(1),
+                        min: Duration::ZERO,
+                        max: ms(5),
+                    }),
                 ],
             }]
         };

@@ -3,9 +3,12 @@
 //! sched_ext scheduler).
 
 use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Duration, Instant, Params, ParentVp, PolicyInfo, Reject, Scheduler, Value,
+    ChildId, CpuId, Cx, Dispatch, Duration, Instant, Params, ParentVp, PolicyInfo, Reject,
+    Scheduler, Value,
 };
-use hsched_model::{Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec, ThreadSpec};
+use hsched_model::{
+    Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec, ThreadSpec,
+};
 use hsched_sim::{run_with_policies, SimOptions};
 
 /// What each broken policy does wrong.
@@ -35,7 +38,12 @@ impl Scheduler for Broken {
     fn policy(&self) -> &'static str {
         "broken"
     }
-    fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, _params: &Params) -> Result<(), Reject> {
+    fn register_vp(
+        &mut self,
+        _cx: &mut Cx,
+        child: ChildId,
+        _params: &Params,
+    ) -> Result<(), Reject> {
         self.children.push(child);
         Ok(())
     }
@@ -62,17 +70,26 @@ impl Scheduler for Broken {
                     None => Dispatch::Release,
                 }
             }
-            Fault::NeverAnswers => Dispatch::Idle { until: Instant::NEVER },
+            Fault::NeverAnswers => Dispatch::Idle {
+                until: Instant::NEVER,
+            },
             Fault::Livelocks => {
                 cx.reschedule(vp);
-                self.runnable.first().map_or(Dispatch::Release, |&c| Dispatch::run(c))
+                self.runnable
+                    .first()
+                    .map_or(Dispatch::Release, |&c| Dispatch::run(c))
             }
-            _ => self.runnable.first().map_or(Dispatch::Release, |&c| Dispatch::run(c)),
+            _ => self
+                .runnable
+                .first()
+                .map_or(Dispatch::Release, |&c| Dispatch::run(c)),
         }
     }
     fn check_invariants(&self) -> Result<(), String> {
         match self.fault {
-            Fault::BreaksInvariants if !self.runnable.is_empty() => Err("deliberately broken".into()),
+            Fault::BreaksInvariants if !self.runnable.is_empty() => {
+                Err("deliberately broken".into())
+            }
             _ => Ok(()),
         }
     }
@@ -157,7 +174,10 @@ fn scenario(policy: &str) -> Scenario {
         ],
         default_scheduler: "ts".into(),
         threads: vec![
-            thread("sleeper", vec![Op::Sleep(Dist::Fixed(Duration::from_millis(50))), work()]),
+            thread(
+                "sleeper",
+                vec![Op::Sleep(Dist::Fixed(Duration::from_millis(50))), work()],
+            ),
             thread("a", vec![work()]),
             thread("b", vec![work()]),
         ],
@@ -176,12 +196,29 @@ fn run_broken(info: &'static PolicyInfo) -> RunResult {
 fn assert_ejected_and_nothing_lost(r: &RunResult, why: &str) {
     let ejections: Vec<_> = r.log.iter().filter(|e| e.kind == LogKind::Eject).collect();
     assert_eq!(ejections.len(), 1, "exactly one ejection: {:#?}", r.log);
-    assert!(ejections[0].text.contains("`broken`"), "{}", ejections[0].text);
-    assert!(ejections[0].text.contains(why), "reason `{why}` in {}", ejections[0].text);
+    assert!(
+        ejections[0].text.contains("`broken`"),
+        "{}",
+        ejections[0].text
+    );
+    assert!(
+        ejections[0].text.contains(why),
+        "reason `{why}` in {}",
+        ejections[0].text
+    );
     for t in &r.threads {
-        assert_eq!(t.cpu_time, Duration::from_millis(30), "thread {} did all its work", t.name);
+        assert_eq!(
+            t.cpu_time,
+            Duration::from_millis(30),
+            "thread {} did all its work",
+            t.name
+        );
         assert!(t.exit.is_some(), "thread {} finished", t.name);
-        assert_eq!(t.scheduler, "", "thread {} exited and left its scheduler", t.name);
+        assert_eq!(
+            t.scheduler, "",
+            "thread {} exited and left its scheduler",
+            t.name
+        );
     }
     let broken = r.nodes.iter().find(|n| n.name == "broken").unwrap();
     assert!(!broken.alive);
@@ -199,7 +236,11 @@ fn never_answering_is_caught_by_the_watchdog() {
     assert_ejected_and_nothing_lost(&r, "starved thread");
     let eject = r.log.iter().find(|e| e.kind == LogKind::Eject).unwrap();
     // The bound is 100ms and the watchdog looks every 50ms.
-    assert!(eject.at <= Instant::ZERO + Duration::from_millis(150), "{}", eject.at);
+    assert!(
+        eject.at <= Instant::ZERO + Duration::from_millis(150),
+        "{}",
+        eject.at
+    );
 }
 
 #[test]
@@ -219,4 +260,3 @@ fn livelocking_is_ejected() {
     let r = run_broken(&LIVELOCKS);
     assert_ejected_and_nothing_lost(&r, "livelock");
 }
-

@@ -18,8 +18,8 @@
 
 use hsched_core::{Duration, Instant, ParamKind, ParamSpec, Params, PolicyInfo, Value};
 use hsched_model::{
-    Action, Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec, ScriptEvent,
-    SegmentKind, ThreadSpec,
+    Action, Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
+    ScriptEvent, SegmentKind, ThreadSpec,
 };
 use hsched_sim::{run, SimOptions};
 
@@ -52,14 +52,23 @@ fn workload_threads(n: usize, parent: &str, params: &Params) -> Vec<ThreadSpec> 
         // CPU-bound with variable bursts.
         vec![Op::Loop {
             count: None,
-            body: vec![Op::Run(Dist::Uniform { min: ms(1), max: ms(20) })],
+            body: vec![Op::Run(Dist::Uniform {
+                min: ms(1),
+                max: ms(20),
+            })],
         }],
         // Interactive: think, then a short burst.
         vec![Op::Loop {
             count: None,
             body: vec![
-                Op::Sleep(Dist::Exponential { mean: ms(5), max: ms(50) }),
-                Op::Run(Dist::Uniform { min: us(100), max: ms(2) }),
+                Op::Sleep(Dist::Exponential {
+                    mean: ms(5),
+                    max: ms(50),
+                }),
+                Op::Run(Dist::Uniform {
+                    min: us(100),
+                    max: ms(2),
+                }),
             ],
         }],
         // Periodic media-like job.
@@ -68,7 +77,12 @@ fn workload_threads(n: usize, parent: &str, params: &Params) -> Vec<ThreadSpec> 
             deadline: ms(10),
             offset: Duration::ZERO,
             jobs: None,
-            body: vec![Op::Run(Dist::Normal { mean: ms(2), sd: us(500), min: us(500), max: ms(4) })],
+            body: vec![Op::Run(Dist::Normal {
+                mean: ms(2),
+                sd: us(500),
+                min: us(500),
+                max: ms(4),
+            })],
         }],
         // Lock users.
         vec![Op::Loop {
@@ -87,7 +101,11 @@ fn workload_threads(n: usize, parent: &str, params: &Params) -> Vec<ThreadSpec> 
             body: vec![Op::Run(Dist::Fixed(us(300))), Op::Yield],
         }],
         // Short-lived.
-        vec![Op::Run(Dist::Fixed(ms(5))), Op::Sleep(Dist::Fixed(ms(3))), Op::Run(Dist::Fixed(ms(5)))],
+        vec![
+            Op::Run(Dist::Fixed(ms(5))),
+            Op::Sleep(Dist::Fixed(ms(3))),
+            Op::Run(Dist::Fixed(ms(5))),
+        ],
     ];
     (0..n)
         .map(|i| ThreadSpec {
@@ -131,11 +149,22 @@ fn as_root(info: &PolicyInfo, cpus: u32) -> Scenario {
     } else {
         let child_params = example_params(&(info.child_params)());
         let vps = cpus.min(info.max_children);
-        schedulers.push(sched("inner", find("rr"), vec![link("p", vps, child_params)]));
+        schedulers.push(sched(
+            "inner",
+            find("rr"),
+            vec![link("p", vps, child_params)],
+        ));
         "inner".to_string()
     };
     let thread_params = example_params(&(find_policy(&threads_under, &schedulers).child_params)());
-    base(info, cpus, schedulers, &threads_under, thread_params, threads_under.clone())
+    base(
+        info,
+        cpus,
+        schedulers,
+        &threads_under,
+        thread_params,
+        threads_under.clone(),
+    )
 }
 
 fn find_policy(name: &str, schedulers: &[SchedulerSpec]) -> &'static PolicyInfo {
@@ -164,29 +193,62 @@ fn in_middle(info: &PolicyInfo, cpus: u32) -> Scenario {
         "p".to_string()
     } else {
         let vps = cpus.min(info.max_children);
-        schedulers.push(sched("inner", rr, vec![link("p", vps, child_params.clone())]));
+        schedulers.push(sched(
+            "inner",
+            rr,
+            vec![link("p", vps, child_params.clone())],
+        ));
         "inner".to_string()
     };
     let thread_params = example_params(&(find_policy(&threads_under, &schedulers).child_params)());
-    let mut scn = base(info, cpus, schedulers, &threads_under, thread_params, "bg".into());
+    let mut scn = base(
+        info,
+        cpus,
+        schedulers,
+        &threads_under,
+        thread_params,
+        "bg".into(),
+    );
     // Hierarchy changes while threads run: a second instance is loaded,
     // a thread moves into it and back, and the instance is unloaded.
-    let mut second = sched("p2", info, vec![link("root", cpus, Params::new().with("prio", Value::Int(5)))]);
+    let mut second = sched(
+        "p2",
+        info,
+        vec![link(
+            "root",
+            cpus,
+            Params::new().with("prio", Value::Int(5)),
+        )],
+    );
     if info.max_parents > 1 {
         second.parents.push(link("bg", 1, Params::new()));
     }
     let target = if info.max_children >= 6 { "p2" } else { "bg" };
     scn.script = vec![
-        ScriptEvent { at: Instant::ZERO + ms(40), action: Action::Load(second) },
+        ScriptEvent {
+            at: Instant::ZERO + ms(40),
+            action: Action::Load(second),
+        },
         ScriptEvent {
             at: Instant::ZERO + ms(60),
-            action: Action::Move { thread: "w0".into(), to: target.into(), params: example_params(&(find_policy_in(target, info).child_params)()) },
+            action: Action::Move {
+                thread: "w0".into(),
+                to: target.into(),
+                params: example_params(&(find_policy_in(target, info).child_params)()),
+            },
         },
         ScriptEvent {
             at: Instant::ZERO + ms(90),
-            action: Action::Move { thread: "w1".into(), to: target.into(), params: example_params(&(find_policy_in(target, info).child_params)()) },
+            action: Action::Move {
+                thread: "w1".into(),
+                to: target.into(),
+                params: example_params(&(find_policy_in(target, info).child_params)()),
+            },
         },
-        ScriptEvent { at: Instant::ZERO + ms(120), action: Action::Unload("p2".into()) },
+        ScriptEvent {
+            at: Instant::ZERO + ms(120),
+            action: Action::Unload("p2".into()),
+        },
     ];
     scn
 }
@@ -239,30 +301,49 @@ fn check(scn: &Scenario, tag: &str) -> RunResult {
     let horizon = scn.horizon;
     let mut busy = Duration::ZERO;
     for c in &r.cpu_stats {
-        assert_eq!(c.busy + c.overhead + c.idle, horizon, "[C3] {tag}: {}", c.cpu);
+        assert_eq!(
+            c.busy + c.overhead + c.idle,
+            horizon,
+            "[C3] {tag}: {}",
+            c.cpu
+        );
         busy += c.busy;
     }
     let used: u64 = r.threads.iter().map(|t| t.cpu_time.as_nanos()).sum();
-    assert_eq!(Duration(used), busy, "[C3] {tag}: thread times vs busy time");
+    assert_eq!(
+        Duration(used),
+        busy,
+        "[C3] {tag}: thread times vs busy time"
+    );
     // [C1]: the timeline tiles each CPU, and no thread is on two CPUs at once.
     let trace = r.trace.as_ref().unwrap();
     let mut runs: Vec<(Instant, Instant, u32, u32)> = Vec::new();
     for cpu in 0..scn.machine.cpus {
         let mut at = Instant::ZERO;
         for s in trace.segments.iter().filter(|s| s.cpu.0 == cpu) {
-            assert_eq!(s.start, at, "[C1] {tag}: cpu{cpu} timeline has a gap or overlap");
+            assert_eq!(
+                s.start, at,
+                "[C1] {tag}: cpu{cpu} timeline has a gap or overlap"
+            );
             at = s.end;
             if let SegmentKind::Run(t) | SegmentKind::Switch(t) = s.what {
                 runs.push((s.start, s.end, t.0, cpu));
             }
         }
-        assert_eq!(at, Instant::ZERO + horizon, "[C1] {tag}: cpu{cpu} timeline ends early");
+        assert_eq!(
+            at,
+            Instant::ZERO + horizon,
+            "[C1] {tag}: cpu{cpu} timeline ends early"
+        );
     }
     runs.sort();
     for t in 0..r.threads.len() as u32 {
         let mine: Vec<_> = runs.iter().filter(|r| r.2 == t).collect();
         for w in mine.windows(2) {
-            assert!(w[0].1 <= w[1].0, "[C1] {tag}: thread {t} on two CPUs at once: {w:?}");
+            assert!(
+                w[0].1 <= w[1].0,
+                "[C1] {tag}: thread {t} on two CPUs at once: {w:?}"
+            );
         }
     }
     // [C7]
@@ -291,7 +372,10 @@ fn check(scn: &Scenario, tag: &str) -> RunResult {
 fn every_policy_conforms_as_root() {
     for info in hsched_policies::registry() {
         for cpus in [1, 3] {
-            check(&as_root(info, cpus), &format!("{} as root on {cpus} CPU(s)", info.name));
+            check(
+                &as_root(info, cpus),
+                &format!("{} as root on {cpus} CPU(s)", info.name),
+            );
         }
     }
 }
@@ -300,9 +384,20 @@ fn every_policy_conforms_as_root() {
 fn every_policy_conforms_in_the_middle_with_hierarchy_changes() {
     for info in hsched_policies::registry() {
         for cpus in [1, 2] {
-            let r = check(&in_middle(info, cpus), &format!("{} in the middle on {cpus} CPU(s)", info.name));
-            let script: Vec<_> = r.log.iter().filter(|e| e.kind == LogKind::Refused).collect();
-            assert!(script.is_empty(), "{}: script steps refused: {script:#?}", info.name);
+            let r = check(
+                &in_middle(info, cpus),
+                &format!("{} in the middle on {cpus} CPU(s)", info.name),
+            );
+            let script: Vec<_> = r
+                .log
+                .iter()
+                .filter(|e| e.kind == LogKind::Refused)
+                .collect();
+            assert!(
+                script.is_empty(),
+                "{}: script steps refused: {script:#?}",
+                info.name
+            );
         }
     }
 }
