@@ -14,6 +14,7 @@ macro_rules! id {
 
         impl $name {
             /// The id as a vector index.
+            #[inline]
             pub const fn index(self) -> usize {
                 self.0 as usize
             }

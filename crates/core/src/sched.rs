@@ -53,6 +53,7 @@ pub enum Dispatch {
 
 impl Dispatch {
     /// Run `child` with no horizon.
+    #[inline]
     pub fn run(child: ChildId) -> Self {
         Dispatch::Run {
             child,
@@ -203,6 +204,7 @@ pub struct Cx<'a> {
 
 impl<'a> Cx<'a> {
     /// Made by the dispatcher (and by test harnesses).
+    #[inline]
     pub fn new(
         now: Instant,
         cpus: u32,
@@ -219,53 +221,65 @@ impl<'a> Cx<'a> {
         }
     }
     /// The current time.
+    #[inline]
     pub fn now(&self) -> Instant {
         self.now
     }
     /// Physical CPUs in the machine.
+    #[inline]
     pub fn cpus(&self) -> u32 {
         self.cpus
     }
     /// The platform's clock tick (the papers' mcu), if the run has one: with a
     /// tick, timers and horizons take effect at the first tick at or after
     /// their time, as in a tick-driven kernel.
+    #[inline]
     pub fn tick(&self) -> Option<crate::Duration> {
         self.tick
     }
     /// How many VPs this scheduler holds from its parents.
+    #[inline]
     pub fn vp_count(&self) -> u32 {
         self.vps.len() as u32
     }
     /// The state of `vp` as of the start of this callback.
+    #[inline]
     pub fn vp_state(&self, vp: ParentVp) -> VpState {
         self.vps.get(vp.index()).copied().unwrap_or(VpState::Idle)
     }
     /// Arm (or move) the one-shot timer `key` to fire at `at`.
+    #[inline]
     pub fn set_timer(&mut self, key: TimerKey, at: Instant) {
         self.effects.push(Effect::SetTimer { key, at });
     }
     /// Disarm timer `key` (no effect if it is not armed).
+    #[inline]
     pub fn cancel_timer(&mut self, key: TimerKey) {
         self.effects.push(Effect::CancelTimer { key });
     }
     /// Ask the parent for a CPU on `vp`.
+    #[inline]
     pub fn request(&mut self, vp: ParentVp) {
         self.effects.push(Effect::Request(vp));
     }
     /// Stop asking for a CPU on `vp` (or give back the one held).
+    #[inline]
     pub fn release(&mut self, vp: ParentVp) {
         self.effects.push(Effect::Release(vp));
     }
     /// Want `n` CPUs from the parents: the usual call for a work-conserving
     /// policy after its set of runnable children changed.
+    #[inline]
     pub fn want_cpus(&mut self, n: u32) {
         self.effects.push(Effect::WantCpus(n));
     }
     /// Re-decide the CPU held on `vp`.
+    #[inline]
     pub fn reschedule(&mut self, vp: ParentVp) {
         self.effects.push(Effect::Reschedule(vp));
     }
     /// Preempt `child`: re-decide the CPU it runs on.
+    #[inline]
     pub fn revoke(&mut self, child: ChildId) {
         self.effects.push(Effect::Revoke(child));
     }

@@ -30,36 +30,47 @@ impl Duration {
     /// The largest span; used as "forever".
     pub const MAX: Duration = Duration(u64::MAX);
 
+    #[inline]
     pub const fn from_nanos(ns: u64) -> Self {
         Duration(ns)
     }
+    #[inline]
     pub const fn from_micros(us: u64) -> Self {
         Duration(us * 1_000)
     }
+    #[inline]
     pub const fn from_millis(ms: u64) -> Self {
         Duration(ms * 1_000_000)
     }
+    #[inline]
     pub const fn from_secs(s: u64) -> Self {
         Duration(s * 1_000_000_000)
     }
+    #[inline]
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
+    #[inline]
     pub const fn is_zero(self) -> bool {
         self.0 == 0
     }
+    #[inline]
     pub fn checked_add(self, rhs: Duration) -> Option<Duration> {
         self.0.checked_add(rhs.0).map(Duration)
     }
+    #[inline]
     pub fn checked_sub(self, rhs: Duration) -> Option<Duration> {
         self.0.checked_sub(rhs.0).map(Duration)
     }
+    #[inline]
     pub fn checked_mul(self, k: u64) -> Option<Duration> {
         self.0.checked_mul(k).map(Duration)
     }
+    #[inline]
     pub fn saturating_add(self, rhs: Duration) -> Duration {
         Duration(self.0.saturating_add(rhs.0))
     }
+    #[inline]
     pub fn saturating_sub(self, rhs: Duration) -> Duration {
         Duration(self.0.saturating_sub(rhs.0))
     }
@@ -134,28 +145,35 @@ impl Instant {
     /// "Never": a horizon that does not expire, a timer that is not set.
     pub const NEVER: Instant = Instant(u64::MAX);
 
+    #[inline]
     pub const fn from_nanos(ns: u64) -> Self {
         Instant(ns)
     }
+    #[inline]
     pub const fn as_nanos(self) -> u64 {
         self.0
     }
+    #[inline]
     pub const fn is_never(self) -> bool {
         self.0 == u64::MAX
     }
+    #[inline]
     pub fn checked_add(self, d: Duration) -> Option<Instant> {
         self.0.checked_add(d.0).map(Instant)
     }
     /// `self + d`, or `NEVER` if that does not fit: the right reading of
     /// "a very long time from now" for horizons and timers.
+    #[inline]
     pub fn saturating_add(self, d: Duration) -> Instant {
         Instant(self.0.saturating_add(d.0))
     }
     /// The span from `earlier` to `self`, or `None` if `earlier` is later.
+    #[inline]
     pub fn checked_since(self, earlier: Instant) -> Option<Duration> {
         self.0.checked_sub(earlier.0).map(Duration)
     }
     /// The span from `earlier` to `self`, zero if `earlier` is later.
+    #[inline]
     pub fn saturating_since(self, earlier: Instant) -> Duration {
         Duration(self.0.saturating_sub(earlier.0))
     }
@@ -163,45 +181,53 @@ impl Instant {
 
 impl Add for Duration {
     type Output = Duration;
+    #[inline]
     fn add(self, rhs: Duration) -> Duration {
         self.checked_add(rhs).expect("Duration overflow")
     }
 }
 impl AddAssign for Duration {
+    #[inline]
     fn add_assign(&mut self, rhs: Duration) {
         *self = *self + rhs;
     }
 }
 impl Sub for Duration {
     type Output = Duration;
+    #[inline]
     fn sub(self, rhs: Duration) -> Duration {
         self.checked_sub(rhs).expect("Duration underflow")
     }
 }
 impl SubAssign for Duration {
+    #[inline]
     fn sub_assign(&mut self, rhs: Duration) {
         *self = *self - rhs;
     }
 }
 impl Add<Duration> for Instant {
     type Output = Instant;
+    #[inline]
     fn add(self, rhs: Duration) -> Instant {
         self.checked_add(rhs).expect("Instant overflow")
     }
 }
 impl AddAssign<Duration> for Instant {
+    #[inline]
     fn add_assign(&mut self, rhs: Duration) {
         *self = *self + rhs;
     }
 }
 impl Sub<Duration> for Instant {
     type Output = Instant;
+    #[inline]
     fn sub(self, rhs: Duration) -> Instant {
         Instant(self.0.checked_sub(rhs.0).expect("Instant underflow"))
     }
 }
 impl Sub for Instant {
     type Output = Duration;
+    #[inline]
     fn sub(self, rhs: Instant) -> Duration {
         self.checked_since(rhs)
             .expect("Instant subtraction went negative")

@@ -74,8 +74,10 @@ pub(crate) struct Inst {
     pub live_children: u32,
     /// Armed timers: key -> generation of the heap entry that is current.
     pub timers: HashMap<TimerKey, u64>,
-    /// Re-decisions asked within the current event (livelock guard).
+    /// Re-decisions asked within the current event (livelock guard), and
+    /// the event they were counted in.
     pub reschedules: u32,
+    pub reschedules_event: u64,
 }
 
 impl Inst {
@@ -180,7 +182,6 @@ pub struct Dispatcher {
     pub(crate) seq: u64,
     pub(crate) effects: Vec<Effect>,
     pub(crate) notes: VecDeque<Note>,
-    pub(crate) charge_scratch: Vec<(SchedId, ChildId)>,
     pub(crate) log: Vec<LogEntry>,
     pub(crate) decisions: u64,
     pub(crate) ejected: Vec<SchedId>,
@@ -188,6 +189,8 @@ pub struct Dispatcher {
     pub(crate) plugins: Vec<&'static PolicyInfo>,
     /// Dispatcher timers fired (horizons, policy timers, watchdog).
     pub(crate) fired: u64,
+    /// Counts platform calls (events), for per-event limits.
+    pub(crate) event: u64,
 }
 
 impl Dispatcher {
@@ -215,12 +218,12 @@ impl Dispatcher {
             seq: 0,
             effects: Vec::new(),
             notes: VecDeque::new(),
-            charge_scratch: Vec::new(),
             log: Vec::new(),
             decisions: 0,
             ejected: Vec::new(),
             plugins: Vec::new(),
             fired: 0,
+            event: 0,
         };
         if let Some(bound) = d.cfg.watchdog {
             d.arm(
@@ -432,9 +435,7 @@ impl Dispatcher {
     pub(crate) fn set_now(&mut self, now: Instant) {
         debug_assert!(now >= self.now, "time went backwards: {now} < {}", self.now);
         self.now = now.max(self.now);
-        for s in self.scheds.iter_mut().flatten() {
-            s.reschedules = 0;
-        }
+        self.event += 1;
     }
 
     fn quantize(&self, at: Instant) -> Instant {
@@ -620,7 +621,12 @@ impl Dispatcher {
     }
 
     fn count_reschedule(&mut self, s: SchedId) -> Result<(), String> {
+        let event = self.event;
         let inst = self.inst_mut(s).unwrap();
+        if inst.reschedules_event != event {
+            inst.reschedules_event = event;
+            inst.reschedules = 0;
+        }
         inst.reschedules += 1;
         if inst.reschedules > RESCHEDULE_LIMIT {
             return Err(format!(
@@ -745,22 +751,19 @@ impl Dispatcher {
         if c.thread.is_none() || ran.is_zero() {
             return;
         }
-        let mut path = std::mem::take(&mut self.charge_scratch);
-        path.clear();
-        path.extend(
-            c.path
-                .iter()
-                .rev()
-                .filter_map(|h| h.child.map(|ch| (h.sched, ch))),
-        );
-        for &(s, child) in &path {
-            if self.inst(s).is_none() {
+        // By index, bottom-up: a charge may eject a scheduler and shorten
+        // the path under us; what is left above is still valid.
+        for k in (0..self.cpus[cpu].path.len()).rev() {
+            let Some(hop) = self.cpus[cpu].path.get(k).copied() else {
+                continue;
+            };
+            let Some(child) = hop.child else { continue };
+            if self.inst(hop.sched).is_none() {
                 continue;
             }
-            self.nodes[s.index()].received += ran;
-            self.call(s, |p, cx| p.charge(cx, child, ran));
+            self.nodes[hop.sched.index()].received += ran;
+            self.call(hop.sched, |p, cx| p.charge(cx, child, ran));
         }
-        self.charge_scratch = path;
     }
 
     /// Marks whatever `hop` gave its CPU to as no longer running there.

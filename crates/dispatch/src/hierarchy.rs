@@ -93,6 +93,7 @@ impl Dispatcher {
             live_children: 0,
             timers: HashMap::new(),
             reschedules: 0,
+            reschedules_event: 0,
         }));
         self.nodes.push(NodeResult {
             name: name.to_string(),

@@ -128,11 +128,11 @@ impl<'a> Simulation<'a> {
     pub fn run_until(&mut self, until: Instant) {
         let stop = until.min(self.horizon);
         loop {
-            let next_world = self.world.events.peek().map(|Reverse((t, _, _))| *t);
+            let next_world = self.world.next_event();
             let next_disp = self.disp.next_deadline();
             let (t, from_world) = match (next_world, next_disp) {
-                (Some(w), Some(d)) if d < w => (d, false),
-                (Some(w), _) => (w, true),
+                (Some((w, _, _)), Some(d)) if d < w => (d, false),
+                (Some((w, _, _)), _) => (w, true),
                 (None, Some(d)) => (d, false),
                 (None, None) => break,
             };
@@ -141,8 +141,13 @@ impl<'a> Simulation<'a> {
             }
             if from_world {
                 self.world_events += 1;
-                let Reverse((now, _, ev)) = self.world.events.pop().unwrap();
-                self.world.handle(&mut self.disp, self.scn, now, ev);
+                match next_world.unwrap().2 {
+                    Some(cpu) => self.world.complete(&mut self.disp, t, cpu),
+                    None => {
+                        let Reverse((now, _, ev)) = self.world.events.pop().unwrap();
+                        self.world.handle(&mut self.disp, self.scn, now, ev);
+                    }
+                }
             } else {
                 self.disp.advance(&mut self.world, t);
             }
@@ -249,8 +254,6 @@ enum Ev {
     Arrive(usize),
     /// A sleeping (or release-waiting) thread wakes, if `gen` is current.
     Wake(ThreadId, u64),
-    /// The running thread's current `run` finishes, if `gen` is current.
-    Complete(ThreadId, u64),
     /// Script step `i`.
     Script(usize),
 }
@@ -271,6 +274,8 @@ struct SimCpu {
     overhead: Duration,
     idle: Duration,
     last_segment: Option<usize>,
+    /// When the running thread's current `run` ends, and its sequence number.
+    completion: Option<(Instant, u64)>,
 }
 
 struct SimThread {
@@ -282,9 +287,6 @@ struct SimThread {
     /// What the dispatcher was told: runnable or not.
     runnable: bool,
     exited: bool,
-    /// Bumped whenever a pending `Complete` becomes stale (taken off the
-    /// CPU, work changed).
-    run_gen: u64,
     /// Bumped whenever a pending `Wake` becomes stale.
     wake_gen: u64,
     cpu: Option<CpuId>,
@@ -330,6 +332,7 @@ impl World {
                     overhead: Duration::ZERO,
                     idle: Duration::ZERO,
                     last_segment: None,
+                    completion: None,
                 })
                 .collect(),
             threads: Vec::new(),
@@ -364,15 +367,6 @@ impl World {
             Ev::Arrive(i) => self.arrive(disp, scn, now, i),
             Ev::Wake(t, gen) => {
                 if self.threads[t.index()].wake_gen == gen {
-                    self.resume(disp, now, t);
-                }
-            }
-            Ev::Complete(t, gen) => {
-                let th = &self.threads[t.index()];
-                if th.run_gen == gen {
-                    let cpu = th.cpu.expect("a completing thread is on a CPU");
-                    self.flush(cpu, now);
-                    debug_assert!(self.threads[t.index()].remaining.is_zero());
                     self.resume(disp, now, t);
                 }
             }
@@ -413,7 +407,6 @@ impl World {
             remaining: Duration::ZERO,
             runnable: false,
             exited: false,
-            run_gen: 0,
             wake_gen: 0,
             cpu: None,
             last_cpu: None,
@@ -511,7 +504,6 @@ impl World {
                 th.exited = true;
                 th.runnable = false;
                 th.stats.exit = Some(now);
-                th.run_gen += 1;
                 th.wake_gen += 1;
                 disp.thread_exit(self, now, t);
             }
@@ -698,17 +690,45 @@ impl World {
         }
     }
 
-    /// If `t` is on a CPU with work left, schedules the end of its `run`.
+    /// If `t` is on a CPU, schedules the end of its current `run`. Each CPU
+    /// has one completion slot instead of heap entries: a CPU-bound thread
+    /// is switched far more often than its runs complete, and stale heap
+    /// entries would pile up.
     fn arm_completion(&mut self, t: ThreadId) {
-        let th = &mut self.threads[t.index()];
+        let th = &self.threads[t.index()];
         let Some(cpu) = th.cpu else { return };
-        th.run_gen += 1;
-        let gen = th.run_gen;
-        let start = self.cpus[cpu.index()]
-            .switch_end
-            .max(self.cpus[cpu.index()].seg_start);
-        let at = start.saturating_add(th.remaining);
-        self.push(at, Ev::Complete(t, gen));
+        let c = &self.cpus[cpu.index()];
+        let at = c.switch_end.max(c.seg_start).saturating_add(th.remaining);
+        self.seq += 1;
+        self.cpus[cpu.index()].completion = Some((at, self.seq));
+    }
+
+    /// The next workload event: the earliest of the event heap and the CPUs'
+    /// completion slots, by (time, sequence); `Some(cpu)` for a completion.
+    fn next_event(&self) -> Option<(Instant, u64, Option<usize>)> {
+        let mut best = self
+            .events
+            .peek()
+            .map(|Reverse((t, seq, _))| (*t, *seq, None));
+        for (i, c) in self.cpus.iter().enumerate() {
+            if let Some((t, seq)) = c.completion {
+                if best.is_none_or(|(bt, bs, _)| (t, seq) < (bt, bs)) {
+                    best = Some((t, seq, Some(i)));
+                }
+            }
+        }
+        best
+    }
+
+    /// The thread on `cpu` finished its current `run`.
+    fn complete(&mut self, disp: &mut Dispatcher, now: Instant, cpu: usize) {
+        self.cpus[cpu].completion = None;
+        let t = self.cpus[cpu]
+            .thread
+            .expect("a completion slot belongs to a running thread");
+        self.flush(CpuId(cpu as u32), now);
+        debug_assert!(self.threads[t.index()].remaining.is_zero());
+        self.resume(disp, now, t);
     }
 
     /// Accounts what `cpu` did from its segment start to `now`.
@@ -850,7 +870,7 @@ impl Platform for World {
         if let Some(old) = c.thread.take() {
             let th = &mut self.threads[old.index()];
             th.cpu = None;
-            th.run_gen += 1;
+            c.completion = None;
             if th.runnable {
                 th.waiting_since = Some(now);
             }
