@@ -19,6 +19,7 @@
 //! reschedules are processed by CPU number; nothing depends on addresses or
 //! hash order.
 
+mod checks;
 mod dispatcher;
 mod hierarchy;
 
