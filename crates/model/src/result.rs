@@ -34,7 +34,7 @@ pub struct RunResult {
 pub struct ThreadResult {
     pub id: ThreadId,
     pub name: String,
-    /// Scheduler it ended under (name).
+    /// Scheduler it ended under (name): at the horizon, or when it exited.
     pub scheduler: String,
     /// CPU time used by the thread (context-switch overhead excluded).
     pub cpu_time: Duration,

@@ -501,6 +501,10 @@ impl World {
                 }
             }
             Outcome::Exit => {
+                // Where it ended up, for the report (it leaves its scheduler now).
+                if let Some(s) = disp.thread_sched(t) {
+                    th.stats.scheduler = disp.sched_name(s).to_string();
+                }
                 th.exited = true;
                 th.runnable = false;
                 th.stats.exit = Some(now);
@@ -821,10 +825,9 @@ impl World {
             .enumerate()
             .map(|(i, th)| {
                 let mut stats = th.stats;
-                stats.scheduler = disp
-                    .thread_sched(ThreadId(i as u32))
-                    .map(|s| disp.sched_name(s).to_string())
-                    .unwrap_or_default();
+                if let Some(s) = disp.thread_sched(ThreadId(i as u32)) {
+                    stats.scheduler = disp.sched_name(s).to_string();
+                }
                 stats
             })
             .collect::<Vec<_>>();

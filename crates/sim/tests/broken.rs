@@ -215,8 +215,8 @@ fn assert_ejected_and_nothing_lost(r: &RunResult, why: &str) {
         );
         assert!(t.exit.is_some(), "thread {} finished", t.name);
         assert_eq!(
-            t.scheduler, "",
-            "thread {} exited and left its scheduler",
+            t.scheduler, "ts",
+            "thread {} finished under the default scheduler",
             t.name
         );
     }
