@@ -45,9 +45,10 @@ id!(
     ///
     /// Ids are local to the scheduler instance and dense: the dispatcher hands
     /// out the lowest free index at `register_vp` and frees it after
-    /// `unregister_vp`, so a policy may keep its per-child state in a `Vec`
-    /// indexed by `ChildId::index()`. A child is a thread or one virtual
-    /// processor of a child scheduler; the policy does not need to know which.
+    /// `unregister_vp`, so a policy keeps its per-child state in a
+    /// [`ChildMap`](crate::ChildMap) (a `Vec` indexed by `ChildId::index()`).
+    /// A child is a thread or one virtual processor of a child scheduler; the
+    /// policy does not need to know which.
     ChildId(u32), "child"
 );
 id!(

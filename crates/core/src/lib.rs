@@ -4,12 +4,14 @@
 //! This crate does no I/O, reads no clock, holds no global state and uses no
 //! floating point in anything a decision depends on.
 
+pub mod child_map;
 pub mod ids;
 pub mod msg;
 pub mod params;
 pub mod sched;
 pub mod time;
 
+pub use child_map::ChildMap;
 pub use ids::{ChildId, CpuId, ParentVp, SchedId, ThreadId, TimerKey};
 pub use msg::{Msg, Reply};
 pub use params::{ParamKind, ParamSpec, Params, Value};

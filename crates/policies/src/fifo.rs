@@ -31,8 +31,8 @@
 //! the dispatcher calls it and why it does what it does.
 
 use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Instant, ParamSpec, Params, ParentVp, PolicyInfo, Reject,
-    Scheduler,
+    ChildId, ChildMap, CpuId, Cx, Dispatch, Instant, ParamSpec, Params, ParentVp, PolicyInfo,
+    Reject, Scheduler,
 };
 use std::collections::VecDeque;
 
@@ -76,10 +76,11 @@ enum State {
 /// The FIFO scheduler. See the module documentation.
 #[derive(Debug, Default)]
 pub struct Fifo {
-    /// Per child, indexed by `ChildId::index()`: ids are dense (the
-    /// dispatcher hands out the lowest free one), so a `Vec` beats a map.
-    /// `None`: no child with that id.
-    children: Vec<Option<State>>,
+    /// Per registered child. Ids are dense (the dispatcher hands out the
+    /// lowest free one), so `ChildMap` keeps them in a `Vec` indexed by id.
+    /// Callbacks use `self.children[child]`: the dispatcher only names
+    /// registered children (a missing one panics, naming it).
+    children: ChildMap<State>,
     /// The waiting children, head first. Holds exactly the `Waiting` ones.
     queue: VecDeque<ChildId>,
     /// Per VP: the child running on it. The inverse of `State::Running`,
@@ -94,18 +95,12 @@ impl Fifo {
         Fifo::default()
     }
 
-    fn state_mut(&mut self, child: ChildId) -> &mut State {
-        self.children[child.index()]
-            .as_mut()
-            .expect("the dispatcher only names registered children")
-    }
-
     /// Whatever ran on `vp` has stopped (the CPU is being re-decided or was
     /// taken away). A child that still wants a CPU was not done: it goes
     /// back to the head, keeping its turn.
     fn stop(&mut self, vp: ParentVp) {
         if let Some(child) = self.on_vp.get_mut(vp.index()).and_then(Option::take) {
-            let state = self.state_mut(child);
+            let state = &mut self.children[child];
             if *state == State::Running(vp) {
                 *state = State::Waiting;
                 self.queue.push_front(child);
@@ -150,11 +145,7 @@ impl Scheduler for Fifo {
         child: ChildId,
         _params: &Params,
     ) -> Result<(), Reject> {
-        let i = child.index();
-        if i >= self.children.len() {
-            self.children.resize(i + 1, None);
-        }
-        self.children[i] = Some(State::Idle);
+        self.children.insert(child, State::Idle);
         Ok(())
     }
 
@@ -162,7 +153,7 @@ impl Scheduler for Fifo {
     /// drop it from the queue here; if it was running, the `vp_grant` that
     /// follows re-decides its CPU.
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        let Some(state) = self.children.get_mut(child.index()).and_then(Option::take) else {
+        let Some(state) = self.children.remove(child) else {
             return;
         };
         let was_runnable = state != State::Idle;
@@ -177,7 +168,7 @@ impl Scheduler for Fifo {
     /// and the dispatcher calls `vp_grant` when a CPU is ours (at the root:
     /// it wakes an idle CPU).
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        let state = self.state_mut(child);
+        let state = &mut self.children[child];
         if *state != State::Idle {
             return; // already runnable: nothing changes
         }
@@ -192,11 +183,10 @@ impl Scheduler for Fifo {
     /// on) is re-decided by the `vp_grant` that follows, which hands it back
     /// if nobody waits.
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        let state = *self.state_mut(child);
+        let state = std::mem::replace(&mut self.children[child], State::Idle);
         if state == State::Idle {
             return;
         }
-        *self.state_mut(child) = State::Idle;
         self.forget_runnable(child, state);
         cx.want_cpus(self.runnable);
     }
@@ -213,7 +203,7 @@ impl Scheduler for Fifo {
         self.stop(vp);
         match self.queue.pop_front() {
             Some(child) => {
-                *self.state_mut(child) = State::Running(vp);
+                self.children[child] = State::Running(vp);
                 self.on_vp[vp.index()] = Some(child);
                 Dispatch::Run {
                     child,
@@ -235,39 +225,38 @@ impl Scheduler for Fifo {
     // time, sets no timers and understands no message.
 
     fn check_invariants(&self) -> Result<(), String> {
-        let mut queued = vec![false; self.children.len()];
+        let mut queued = ChildMap::new();
         for &child in &self.queue {
-            match self.children.get(child.index()).copied().flatten() {
+            match self.children.get(child) {
                 Some(State::Waiting) => {}
                 other => return Err(format!("{child} is queued but its state is {other:?}")),
             }
-            if std::mem::replace(&mut queued[child.index()], true) {
+            if queued.insert(child, ()).is_some() {
                 return Err(format!("{child} is queued twice"));
             }
         }
         let mut runnable = 0;
-        for (i, state) in self.children.iter().enumerate() {
-            let child = ChildId(i as u32);
+        for (child, state) in self.children.iter() {
             match state {
-                Some(State::Waiting) => {
+                State::Waiting => {
                     runnable += 1;
-                    if !queued[i] {
+                    if !queued.contains(child) {
                         return Err(format!("{child} waits but is not queued"));
                     }
                 }
-                Some(State::Running(vp)) => {
+                State::Running(vp) => {
                     runnable += 1;
                     if self.on_vp.get(vp.index()).copied().flatten() != Some(child) {
                         return Err(format!("{child} runs on {vp} but {vp} does not know it"));
                     }
                 }
-                _ => {}
+                State::Idle => {}
             }
         }
         for (v, on) in self.on_vp.iter().enumerate() {
             if let Some(child) = on {
                 let vp = ParentVp(v as u32);
-                if self.children.get(child.index()).copied().flatten() != Some(State::Running(vp)) {
+                if self.children.get(*child) != Some(&State::Running(vp)) {
                     return Err(format!("{vp} runs {child}, which is not running there"));
                 }
             }

@@ -37,8 +37,8 @@
 //! VPs, O(vps).
 
 use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params, ParentVp,
-    PolicyInfo, Reject, Scheduler, Value, VpState,
+    ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
+    ParentVp, PolicyInfo, Reject, Scheduler, Value, VpState,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -123,7 +123,7 @@ struct Slot {
 #[derive(Debug)]
 pub struct FixedPriority {
     quantum: Option<Duration>,
-    children: Vec<Option<Child>>,
+    children: ChildMap<Child>,
     queue: BTreeMap<Key, ChildId>,
     /// Running children not being preempted, lowest priority first: the
     /// candidates for preemption.
@@ -146,7 +146,7 @@ impl FixedPriority {
     pub fn new(quantum: Option<Duration>) -> Self {
         FixedPriority {
             quantum: quantum.filter(|q| !q.is_zero()),
-            children: Vec::new(),
+            children: ChildMap::new(),
             queue: BTreeMap::new(),
             running: BTreeSet::new(),
             slots: Vec::new(),
@@ -159,17 +159,7 @@ impl FixedPriority {
 
     /// The priority `child` attached with.
     pub fn prio(&self, child: ChildId) -> Option<i64> {
-        self.children
-            .get(child.index())
-            .copied()
-            .flatten()
-            .map(|c| c.prio)
-    }
-
-    fn child_mut(&mut self, child: ChildId) -> &mut Child {
-        self.children[child.index()]
-            .as_mut()
-            .expect("the dispatcher only names registered children")
+        self.children.get(child).map(|c| c.prio)
     }
 
     fn full_slice(&self) -> Duration {
@@ -184,7 +174,7 @@ impl FixedPriority {
             self.back_seq += 1;
             self.back_seq - 1
         };
-        let c = self.child_mut(child);
+        let c = &mut self.children[child];
         let key = (Reverse(c.prio), seq);
         c.state = State::Waiting(key);
         self.queue.insert(key, child);
@@ -196,7 +186,7 @@ impl FixedPriority {
         if slot.preempting {
             self.preempting -= 1;
         } else {
-            let prio = self.children[slot.child.index()].map_or(0, |c| c.prio);
+            let prio = self.children.get(slot.child).map_or(0, |c| c.prio);
             self.running.remove(&(prio, vp));
         }
         Some(slot)
@@ -210,7 +200,7 @@ impl FixedPriority {
             return;
         };
         let full = self.full_slice();
-        let c = self.child_mut(slot.child);
+        let c = &mut self.children[slot.child];
         if c.state != State::Running(vp) {
             return;
         }
@@ -290,34 +280,32 @@ impl Scheduler for FixedPriority {
 
     fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
         let prio = params.opt_int("prio").unwrap_or(0);
-        let i = child.index();
-        if i >= self.children.len() {
-            self.children.resize(i + 1, None);
-        }
-        self.children[i] = Some(Child {
+        let c = Child {
             prio,
             state: State::Idle,
             slice_left: self.full_slice(),
-        });
+        };
+        self.children.insert(child, c);
         Ok(())
     }
 
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        let Some(c) = self.children.get(child.index()).copied().flatten() else {
+        let Some(&c) = self.children.get(child) else {
             return;
         };
         if c.state != State::Idle {
+            // Before the removal: clearing a slot looks up the child's prio.
             self.forget_runnable(c.state);
             cx.want_cpus(self.runnable);
         }
-        self.children[child.index()] = None;
+        self.children.remove(child);
     }
 
     /// A waking child joins the back of its level and, if it outranks a
     /// running child and no CPU is free for it, preempts the lowest one.
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
         let full = self.full_slice();
-        let c = self.child_mut(child);
+        let c = &mut self.children[child];
         if c.state != State::Idle {
             return;
         }
@@ -329,8 +317,7 @@ impl Scheduler for FixedPriority {
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        let c = self.child_mut(child);
-        let state = std::mem::replace(&mut c.state, State::Idle);
+        let state = std::mem::replace(&mut self.children[child].state, State::Idle);
         if state != State::Idle {
             self.forget_runnable(state);
             cx.want_cpus(self.runnable);
@@ -347,7 +334,7 @@ impl Scheduler for FixedPriority {
             return Dispatch::Release;
         };
         let round_robin = self.quantum.is_some();
-        let c = self.child_mut(child);
+        let c = &mut self.children[child];
         c.state = State::Running(vp);
         let prio = c.prio;
         let until = if round_robin {
@@ -377,14 +364,14 @@ impl Scheduler for FixedPriority {
         if self.quantum.is_none() {
             return;
         }
-        if let Some(Some(c)) = self.children.get_mut(child.index()) {
+        if let Some(c) = self.children.get_mut(child) {
             c.slice_left = c.slice_left.saturating_sub(ran);
         }
     }
 
     fn check_invariants(&self) -> Result<(), String> {
         for (key, &child) in &self.queue {
-            match self.children.get(child.index()).copied().flatten() {
+            match self.children.get(child) {
                 Some(c) if c.state == State::Waiting(*key) && key.0 == Reverse(c.prio) => {}
                 other => {
                     return Err(format!(
@@ -395,9 +382,7 @@ impl Scheduler for FixedPriority {
         }
         let (mut waiting, mut runnable) = (0, 0);
         let full = self.full_slice();
-        for (i, c) in self.children.iter().enumerate() {
-            let Some(c) = c else { continue };
-            let child = ChildId(i as u32);
+        for (child, c) in self.children.iter() {
             if c.slice_left > full {
                 return Err(format!("{child} has a slice longer than the quantum"));
             }
@@ -433,7 +418,7 @@ impl Scheduler for FixedPriority {
         for (v, slot) in self.slots.iter().enumerate() {
             let Some(slot) = slot else { continue };
             let vp = ParentVp(v as u32);
-            let Some(c) = self.children.get(slot.child.index()).copied().flatten() else {
+            let Some(c) = self.children.get(slot.child) else {
                 return Err(format!("{vp} runs {}, which is not registered", slot.child));
             };
             if c.state != State::Running(vp) {

@@ -33,8 +33,8 @@
 //! entries outnumber live ones.
 
 use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params, ParentVp,
-    PolicyInfo, Reject, Scheduler, Value,
+    ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
+    ParentVp, PolicyInfo, Reject, Scheduler, Value,
 };
 use std::collections::VecDeque;
 
@@ -104,7 +104,7 @@ struct Slot {
 #[derive(Debug)]
 pub struct RoundRobin {
     quantum: Duration,
-    children: Vec<Option<Child>>,
+    children: ChildMap<Child>,
     /// Waiting children, head first, as `(child, ticket)`. An entry is live
     /// iff the child is `Waiting` with that ticket; tickets are never reused,
     /// so an entry left by a child that since left (or whose id was reused)
@@ -126,7 +126,7 @@ impl RoundRobin {
         }
         Ok(RoundRobin {
             quantum,
-            children: Vec::new(),
+            children: ChildMap::new(),
             queue: VecDeque::new(),
             next_ticket: 0,
             waiting: 0,
@@ -139,23 +139,17 @@ impl RoundRobin {
         self.quantum
     }
 
-    fn child_mut(&mut self, child: ChildId) -> &mut Child {
-        self.children[child.index()]
-            .as_mut()
-            .expect("the dispatcher only names registered children")
-    }
-
     fn is_live(&self, (child, ticket): (ChildId, u64)) -> bool {
         matches!(
-            self.children.get(child.index()),
-            Some(Some(Child { state: State::Waiting { ticket: t }, .. })) if *t == ticket
+            self.children.get(child),
+            Some(Child { state: State::Waiting { ticket: t }, .. }) if *t == ticket
         )
     }
 
     fn enqueue(&mut self, child: ChildId, at_head: bool) {
         let ticket = self.next_ticket;
         self.next_ticket += 1;
-        self.child_mut(child).state = State::Waiting { ticket };
+        self.children[child].state = State::Waiting { ticket };
         if at_head {
             self.queue.push_front((child, ticket));
         } else {
@@ -193,14 +187,13 @@ impl RoundRobin {
         let Some(slot) = self.on_vp.get_mut(vp.index()).and_then(Option::take) else {
             return;
         };
-        let quantum = self.quantum;
-        let child = self.child_mut(slot.child);
+        let child = &mut self.children[slot.child];
         if child.state != State::Running(vp) {
             return;
         }
         let used_up = child.slice_left.is_zero() || now >= slot.until;
         if used_up {
-            child.slice_left = quantum;
+            child.slice_left = self.quantum;
         }
         self.enqueue(slot.child, !used_up);
     }
@@ -227,19 +220,16 @@ impl Scheduler for RoundRobin {
         child: ChildId,
         _params: &Params,
     ) -> Result<(), Reject> {
-        let i = child.index();
-        if i >= self.children.len() {
-            self.children.resize(i + 1, None);
-        }
-        self.children[i] = Some(Child {
+        let c = Child {
             state: State::Idle,
             slice_left: self.quantum,
-        });
+        };
+        self.children.insert(child, c);
         Ok(())
     }
 
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        let Some(c) = self.children.get_mut(child.index()).and_then(Option::take) else {
+        let Some(c) = self.children.remove(child) else {
             return;
         };
         if c.state != State::Idle {
@@ -251,20 +241,18 @@ impl Scheduler for RoundRobin {
     /// A waking child goes to the back with a fresh slice and preempts no
     /// one: it is dispatched when a CPU comes free or a slice ends.
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        let quantum = self.quantum;
-        let c = self.child_mut(child);
+        let c = &mut self.children[child];
         if c.state != State::Idle {
             return;
         }
-        c.slice_left = quantum;
+        c.slice_left = self.quantum;
         self.enqueue(child, false);
         self.runnable += 1;
         cx.want_cpus(self.runnable);
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        let c = self.child_mut(child);
-        let state = std::mem::replace(&mut c.state, State::Idle);
+        let state = std::mem::replace(&mut self.children[child].state, State::Idle);
         if state != State::Idle {
             self.forget_runnable(state);
             cx.want_cpus(self.runnable);
@@ -282,7 +270,7 @@ impl Scheduler for RoundRobin {
         let Some(child) = self.dequeue() else {
             return Dispatch::Release;
         };
-        let c = self.child_mut(child);
+        let c = &mut self.children[child];
         c.state = State::Running(vp);
         let until = now.saturating_add(c.slice_left);
         self.on_vp[vp.index()] = Some(Slot { child, until });
@@ -296,22 +284,21 @@ impl Scheduler for RoundRobin {
     /// Slices are consumed by what the child really ran, not by wall time,
     /// so a segment cut short by the parent costs only what it used.
     fn charge(&mut self, _cx: &mut Cx, child: ChildId, ran: Duration) {
-        if let Some(Some(c)) = self.children.get_mut(child.index()) {
+        if let Some(c) = self.children.get_mut(child) {
             c.slice_left = c.slice_left.saturating_sub(ran);
         }
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        let mut live_entries = vec![0u32; self.children.len()];
+        let mut live_entries = ChildMap::new();
         for &entry in &self.queue {
             if self.is_live(entry) {
-                live_entries[entry.0.index()] += 1;
+                let seen = live_entries.get(entry.0).copied().unwrap_or(0u32);
+                live_entries.insert(entry.0, seen + 1);
             }
         }
         let (mut waiting, mut runnable) = (0, 0);
-        for (i, c) in self.children.iter().enumerate() {
-            let Some(c) = c else { continue };
-            let child = ChildId(i as u32);
+        for (child, c) in self.children.iter() {
             if c.slice_left > self.quantum {
                 return Err(format!("{child} has a slice of {} > quantum", c.slice_left));
             }
@@ -320,11 +307,9 @@ impl Scheduler for RoundRobin {
                 State::Waiting { .. } => {
                     waiting += 1;
                     runnable += 1;
-                    if live_entries[i] != 1 {
-                        return Err(format!(
-                            "{child} waits with {} queue entries",
-                            live_entries[i]
-                        ));
+                    let entries = live_entries.get(child).copied().unwrap_or(0);
+                    if entries != 1 {
+                        return Err(format!("{child} waits with {entries} queue entries"));
                     }
                     if c.slice_left.is_zero() {
                         return Err(format!("{child} waits with an empty slice"));
@@ -348,12 +333,7 @@ impl Scheduler for RoundRobin {
         for (v, slot) in self.on_vp.iter().enumerate() {
             if let Some(slot) = slot {
                 let vp = ParentVp(v as u32);
-                let state = self
-                    .children
-                    .get(slot.child.index())
-                    .copied()
-                    .flatten()
-                    .map(|c| c.state);
+                let state = self.children.get(slot.child).map(|c| c.state);
                 if state != Some(State::Running(vp)) {
                     return Err(format!(
                         "{vp} runs {}, which is not running there",
