@@ -4,10 +4,11 @@
 use hsched_core::{Duration, Instant, Params, Value};
 use hsched_model::{Dist, Machine, Op, ParentLink, Program, Scenario, SchedulerSpec, ThreadSpec};
 
-/// `threads` CPU-bound threads under `rr` (quantum `quantum`) at the bottom
-/// of a chain of `levels` schedulers: `levels - 1` fixed-priority schedulers,
-/// each the only child of the one above, then the `rr`. Every instance has
-/// one VP per CPU.
+/// `threads` CPU-bound threads at the bottom of a chain of `levels` `rr`
+/// schedulers with the same `quantum`, each the only child of the one above;
+/// every instance has one VP per CPU. All horizons expire together, so every
+/// decision descends the whole chain from the root: the worst case for the
+/// cost of depth.
 pub fn cpu_bound(
     threads: usize,
     levels: usize,
