@@ -72,10 +72,11 @@ impl fmt::Display for Reject {
     }
 }
 
-/// Who sent a message.
+/// Who sent a message: a thread (`thread` set; `child` too if it is this
+/// scheduler's child), a child scheduler (`thread: None, child: Some`), or
+/// the operator (both `None`: a scenario script, `hsched ctl`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Sender {
-    /// The thread that sent it, `None` for the operator (scenario script, `hsched ctl`).
     pub thread: Option<ThreadId>,
     /// The sender's VP as this scheduler knows it, if the sender is its child.
     pub child: Option<ChildId>,
@@ -166,7 +167,7 @@ pub enum VpState {
 }
 
 /// Something a policy asked for during a callback; applied afterwards.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
     SetTimer {
         key: TimerKey,
@@ -190,6 +191,15 @@ pub enum Effect {
     Reschedule(ParentVp),
     /// Take the CPU away from `child`: re-decide the CPU it runs on.
     Revoke(ChildId),
+    /// Send a message to the parent this scheduler holds `vp` from (a
+    /// child scheduler telling its parent about itself, e.g. the warp a
+    /// second-level BVT runs with). Delivered to the parent's `msg` with
+    /// `Sender { thread: None, child: Some(..) }`; the reply is dropped, a
+    /// refusal logged.
+    MsgParent {
+        vp: ParentVp,
+        msg: Msg,
+    },
 }
 
 /// The context a policy acts through. Created by the dispatcher for each
@@ -282,5 +292,9 @@ impl<'a> Cx<'a> {
     #[inline]
     pub fn revoke(&mut self, child: ChildId) {
         self.effects.push(Effect::Revoke(child));
+    }
+    /// Tell the parent of `vp` something (see [`Effect::MsgParent`]).
+    pub fn msg_parent(&mut self, vp: ParentVp, msg: Msg) {
+        self.effects.push(Effect::MsgParent { vp, msg });
     }
 }

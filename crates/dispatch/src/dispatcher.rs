@@ -162,10 +162,12 @@ pub(crate) enum TimerKind {
 }
 
 /// Child-to-parent notifications waiting for delivery.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) enum Note {
     Request(Link),
     Release(Link),
+    /// A child scheduler's message to its parent.
+    Msg(Link, Msg),
 }
 
 /// The dispatcher. See the crate documentation.
@@ -607,6 +609,12 @@ impl Dispatcher {
                     self.resched_at(cpu, s);
                 }
             }
+            Effect::MsgParent { vp, msg } => {
+                vp_ok(vp, inst)?;
+                if let Some(link) = inst.links[vp.index()] {
+                    self.notes.push_back(Note::Msg(link, msg));
+                }
+            }
             Effect::Revoke(child) => {
                 let kid = inst
                     .kid(child)
@@ -712,6 +720,20 @@ impl Dispatcher {
         }
     }
 
+    fn deliver_child_msg(&mut self, link: Link, msg: &Msg) {
+        let sender = Sender {
+            thread: None,
+            child: Some(link.child),
+        };
+        if let Some(Reply::Err(e)) = self.call(link.parent, |s, cx| s.msg(cx, sender, msg)) {
+            let parent = self.sched_name(link.parent).to_string();
+            self.record(
+                LogKind::Refused,
+                format!("`{parent}` refused {msg} from its child: {e}"),
+            );
+        }
+    }
+
     /// Delivers queued notifications and re-decides dirty CPUs until nothing
     /// is left to do; then runs the checks.
     pub(crate) fn settle(&mut self, p: &mut dyn Platform) {
@@ -720,6 +742,7 @@ impl Dispatcher {
                 match note {
                     Note::Request(link) => self.deliver_request(link),
                     Note::Release(link) => self.deliver_release(link),
+                    Note::Msg(link, msg) => self.deliver_child_msg(link, &msg),
                 }
             }
             match self.cpus.iter().position(|c| c.dirty.is_some()) {

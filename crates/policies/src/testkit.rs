@@ -491,7 +491,7 @@ impl<S: Scheduler + ?Sized> Harness<S> {
             self.check();
         }
         for e in effects {
-            self.effect_log.push(e);
+            self.effect_log.push(e.clone());
             self.apply(e);
         }
         r
@@ -519,6 +519,9 @@ impl<S: Scheduler + ?Sized> Harness<S> {
                 self.check_vp(vp);
                 self.request_vp(vp);
             }
+            // The harness has no parent policy: a test reads these from the
+            // effect log.
+            Effect::MsgParent { vp, .. } => self.check_vp(vp),
             Effect::Release(vp) => {
                 self.check_vp(vp);
                 match self.host.vps[vp.index()] {
