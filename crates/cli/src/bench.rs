@@ -10,6 +10,7 @@
 use crate::CliError;
 use hsched_core::{Duration, Instant};
 use hsched_sim::{workloads, SimOptions, Simulation};
+use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant as WallClock;
 
 /// Wall nanoseconds per decision and events per wall-second at steady
@@ -29,10 +30,17 @@ fn measure(threads: usize, levels: usize, quanta: u64) -> Result<(f64, f64), Cli
     Ok((wall / d.max(1) as f64, e as f64 / (wall / 1e9)))
 }
 
-fn per_decision(threads: usize, levels: usize, quanta: u64, reps: usize) -> Result<f64, CliError> {
+fn per_decision(
+    threads: usize,
+    levels: usize,
+    quanta: u64,
+    reps: usize,
+    progress: &ProgressBar,
+) -> Result<f64, CliError> {
     let mut costs = Vec::new();
     for _ in 0..reps {
         costs.push(measure(threads, levels, quanta)?.0);
+        progress.inc(1);
     }
     Ok(median(&mut costs))
 }
@@ -44,33 +52,44 @@ fn median(v: &mut [f64]) -> f64 {
 
 pub fn command(quick: bool) -> Result<(), CliError> {
     let (quanta, reps) = if quick { (200_000, 3) } else { (1_000_000, 5) };
-    println!("hsched bench ({} mode; medians of {reps} interleaved runs; release builds only give meaningful numbers)", if quick { "quick" } else { "full" });
+    println!("hsched bench ({} mode; medians of {reps} runs; release builds only give meaningful numbers)", if quick { "quick" } else { "full" });
     if cfg!(debug_assertions) {
         println!("warning: this is a debug build; use `cargo run --release -- bench`");
     }
+
+    let counts = [10usize, 1_000, 100_000];
+    let levels = [1usize, 2, 3, 4];
+    // A progress bar on stderr; hidden when stderr is not a terminal.
+    let progress = ProgressBar::new((reps * (1 + counts.len() * levels.len())) as u64);
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} measuring [{bar:30}] {pos}/{len} runs, {elapsed}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
 
     // Throughput: 100 CPU-bound threads under rr on one CPU.
     let mut rates = Vec::new();
     for _ in 0..reps {
         rates.push(measure(100, 1, quanta * 2)?.1);
+        progress.inc(1);
     }
     let rate = median(&mut rates);
+
+    // Decision cost by thread count and depth.
+    let mut table = vec![vec![0.0; levels.len()]; counts.len()];
+    for (i, &n) in counts.iter().enumerate() {
+        for (j, &l) in levels.iter().enumerate() {
+            table[i][j] = per_decision(n, l, quanta, reps, &progress)?;
+        }
+    }
+    progress.finish_and_clear();
+
     println!();
     println!("simulator throughput, 100 CPU-bound threads under rr (1ms quantum), 1 CPU:");
     println!(
         "  {:.2} million events per wall-second (target: at least 5)",
         rate / 1e6
     );
-
-    // Decision cost by thread count and depth.
-    let counts = [10usize, 1_000, 100_000];
-    let levels = [1usize, 2, 3, 4];
-    let mut table = vec![vec![0.0; levels.len()]; counts.len()];
-    for (i, &n) in counts.iter().enumerate() {
-        for (j, &l) in levels.iter().enumerate() {
-            table[i][j] = per_decision(n, l, quanta, reps)?;
-        }
-    }
     println!();
     println!(
         "cost of one decision (quantum expiry: charge along the path, re-decide, re-arm), ns:"
