@@ -210,6 +210,7 @@ pub struct Cx<'a> {
     tick: Option<crate::Duration>,
     vps: &'a [VpState],
     effects: &'a mut Vec<Effect>,
+    involuntary: bool,
 }
 
 impl<'a> Cx<'a> {
@@ -228,7 +229,22 @@ impl<'a> Cx<'a> {
             tick,
             vps,
             effects,
+            involuntary: false,
         }
+    }
+
+    /// Marks this context as delivering an involuntary block (see
+    /// [`Cx::involuntary`]); used by the dispatcher and test harnesses.
+    pub fn set_involuntary(&mut self, involuntary: bool) {
+        self.involuntary = involuntary;
+    }
+
+    /// In `vp_release`: whether the child blocked involuntarily (a page
+    /// fault, not a sleep or a wait it chose). BVT can keep such a thread's
+    /// virtual time in its SVT computation (paper §2.2). False in every
+    /// other callback.
+    pub fn involuntary(&self) -> bool {
+        self.involuntary
     }
     /// The current time.
     #[inline]

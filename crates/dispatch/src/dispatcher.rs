@@ -193,6 +193,8 @@ pub struct Dispatcher {
     pub(crate) fired: u64,
     /// Counts platform calls (events), for per-event limits.
     pub(crate) event: u64,
+    /// Set while a thread's involuntary block is being delivered.
+    pub(crate) involuntary: bool,
 }
 
 impl Dispatcher {
@@ -226,6 +228,7 @@ impl Dispatcher {
             plugins: Vec::new(),
             fired: 0,
             event: 0,
+            involuntary: false,
         };
         if let Some(bound) = d.cfg.watchdog {
             d.arm(
@@ -320,6 +323,16 @@ impl Dispatcher {
     pub fn thread_block(&mut self, p: &mut dyn Platform, now: Instant, t: ThreadId) {
         self.set_now(now);
         self.block_inner(t);
+        self.settle(p);
+    }
+
+    /// A thread blocked involuntarily (a page fault): its scheduler's
+    /// `vp_release` sees `Cx::involuntary()` set.
+    pub fn thread_fault(&mut self, p: &mut dyn Platform, now: Instant, t: ThreadId) {
+        self.set_now(now);
+        self.involuntary = true;
+        self.block_inner(t);
+        self.involuntary = false;
         self.settle(p);
     }
 
@@ -716,7 +729,11 @@ impl Dispatcher {
         };
         if kid.runnable {
             kid.runnable = false;
-            self.call(link.parent, |s, cx| s.vp_release(cx, link.child));
+            let involuntary = self.involuntary;
+            self.call(link.parent, |s, cx| {
+                cx.set_involuntary(involuntary);
+                s.vp_release(cx, link.child)
+            });
         }
     }
 
