@@ -19,15 +19,15 @@ pub fn cpu_bound(
     assert!(levels >= 1);
     let mut schedulers = Vec::new();
     for level in 0..levels {
-        let (name, policy, params) = if level + 1 == levels {
-            (
-                "rr".to_string(),
-                "rr",
-                Params::new().with("quantum", Value::Duration(quantum)),
-            )
+        let name = if level + 1 == levels {
+            "rr".to_string()
         } else {
-            (format!("fp{level}"), "fp", Params::new())
+            format!("rr{level}")
         };
+        let (policy, params) = (
+            "rr",
+            Params::new().with("quantum", Value::Duration(quantum)),
+        );
         let parents = if level == 0 {
             vec![]
         } else {
