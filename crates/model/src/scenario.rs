@@ -90,6 +90,10 @@ pub enum Op {
     Run(Dist),
     /// Block for this long.
     Sleep(Dist),
+    /// Block involuntarily for this long (a page fault): like `Sleep`, but
+    /// the platform reports it as an involuntary block, so the thread's
+    /// scheduler sees `Cx::involuntary()` in `vp_release`.
+    Fault(Dist),
     /// A periodic timer: each period releases a job that executes `body`;
     /// the job's deadline is `release + deadline`. Releases stay on the
     /// nominal grid `offset + k*period` (absolute, as rt-app's timer): a job
@@ -117,6 +121,83 @@ pub enum Op {
     },
     /// Give up the CPU but stay runnable (release then request at once).
     Yield,
+    /// The BVT paper's real-time test program: a sequence of deadlines, each
+    /// a job (see [`Randres`]).
+    Randres(Randres),
+}
+
+/// The `randres` test program of the BVT paper (Duda & Cheriton, SOSP '99,
+/// §5.1): a real-time task that meets a sequence of deadlines
+/// `d_1, d_2, ...`, each with an actual CPU need `a_i` to be received in
+/// `[s_i, d_i]`, optionally reserving `t_i = a_i + e_i` (a prediction with
+/// error `e_i`) from its scheduler first.
+///
+/// Iteration `i` (from 1; `d_0` is when the operation starts):
+/// - `d_i = d_{i-1} + max(spacing draw, 1ns)`;
+/// - `a_i` = a `need` draw;
+/// - `e_i`: magnitude `m` uniform on the integer nanoseconds `[0, 2*error]`
+///   (mean `error`), sign by `mode`; `t_i = max(a_i + e_i, 0)`;
+/// - `s_i = d_{i-1} + (d_i - d_{i-1}) * fussiness / 1000` (rounded down):
+///   the paper's `(1-f) d_{i-1} + f d_i` with `f = fussiness / 1000`.
+///
+/// At `s_i` the job is released; with `reserve` the thread first sends
+/// `reserve { start = s_i, amount = t_i, deadline = d_i }` to its
+/// scheduler, and a refusal misses the deadline without running. The job
+/// then runs `a_i`; at `d_i` an unfinished job is abandoned (missed).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Randres {
+    /// Time between consecutive deadlines, `d_i - d_{i-1}` (paper: uniform
+    /// on 26..34 mcu).
+    pub spacing: Dist,
+    /// Actual CPU need `a_i` of each deadline (paper: uniform on 6..12 mcu).
+    pub need: Dist,
+    /// Mean magnitude of the prediction error `e_i` (paper: 0..3 mcu).
+    pub error: Duration,
+    /// The sign of `e_i`.
+    pub mode: ErrorMode,
+    /// How fussy the thread is about when it runs: the paper's `f` in
+    /// `[0, 1)`, in thousandths (`540` for 0.54), `0..=999`.
+    pub fussiness: u32,
+    /// Ask the scheduler for a reservation before each deadline (DBS);
+    /// without, the thread just runs (BVT, FP, WRR).
+    pub reserve: bool,
+    /// How many deadlines (`None`: until the horizon).
+    pub count: Option<u64>,
+}
+
+impl Randres {
+    /// `fussiness` is in thousandths.
+    pub const FUSSINESS_SCALE: u32 = 1000;
+
+    /// `s_i` from `d_{i-1}` and `d_i`: `prev + (deadline - prev) * f / 1000`,
+    /// rounded down (integer arithmetic, no overflow).
+    pub fn start_between(&self, prev: Instant, deadline: Instant) -> Instant {
+        let gap = deadline.saturating_since(prev).as_nanos() as u128;
+        let f = u128::from(self.fussiness.min(Self::FUSSINESS_SCALE - 1));
+        let offset = gap * f / u128::from(Self::FUSSINESS_SCALE);
+        prev.saturating_add(Duration(offset as u64))
+    }
+
+    /// `t_i = max(a_i + e_i, 0)` for a need and an error magnitude.
+    pub fn request(need: Duration, magnitude: Duration, positive: bool) -> Duration {
+        if positive {
+            need.saturating_add(magnitude)
+        } else {
+            need.saturating_sub(magnitude)
+        }
+    }
+}
+
+/// The sign of `randres`'s prediction errors (the paper's three modes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ErrorMode {
+    /// Overpredict: `e_i >= 0`.
+    Over,
+    /// Underpredict: `e_i <= 0`.
+    Under,
+    /// Best guess: each `e_i`'s sign is a fair coin.
+    Mixed,
 }
 
 /// Which scheduler a message goes to.

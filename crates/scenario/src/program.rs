@@ -1,15 +1,15 @@
 //! Workload programs: the operations a thread runs (`run`, `sleep`,
-//! `periodic`, `lock`, `unlock`, `yield`, `msg`, `loop`) and the duration
-//! distributions they draw from.
+//! `fault`, `periodic`, `lock`, `unlock`, `yield`, `msg`, `loop`, `randres`)
+//! and the duration distributions they draw from.
 
 use crate::error::{did_you_mean, Fail, Span};
 use crate::tree::{index_path, Kind, Node, RawParam};
 use hsched_core::{Duration, Msg, Params, Value};
-use hsched_model::{Dist, Op, Target};
+use hsched_model::{Dist, ErrorMode, Op, Randres, Target};
 use std::collections::BTreeSet;
 
 pub(crate) const OP_KEYS: &[&str] = &[
-    "run", "sleep", "periodic", "lock", "unlock", "yield", "msg", "loop",
+    "run", "sleep", "fault", "periodic", "lock", "unlock", "yield", "msg", "loop", "randres",
 ];
 
 const DIST_HELP: &str = "a distribution is one of: { uniform = [\"1ms\", \"3ms\"] }, { exponential = \"2ms\", max = \"20ms\" }, { normal = \"5ms\", sd = \"1ms\", min = \"1ms\", max = \"9ms\" }";
@@ -77,6 +77,8 @@ fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
     Ok(match entry.key.as_str() {
         "run" => Op::Run(dist(v, &p)?),
         "sleep" => Op::Sleep(dist(v, &p)?),
+        "fault" => Op::Fault(dist(v, &p)?),
+        "randres" => Op::Randres(randres(v, &p)?),
         "lock" => {
             let name = v.name(&p, "a mutex name")?;
             refs.locks.insert(name.to_string());
@@ -115,7 +117,7 @@ fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
                 return Err(Fail::new(
                     &body_node.span,
                     &t.key_path("body"),
-                    "a loop without `count` repeats forever, so its body must take time: expected a `run` or `sleep` that can last more than zero, or a `periodic`",
+                    "a loop without `count` repeats forever, so its body must take time: expected a `run`, `sleep` or `fault` that can last more than zero, a `periodic`, or a `randres`",
                 ));
             }
             Op::Loop { count, body }
@@ -210,6 +212,183 @@ fn periodic(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
         jobs,
         body,
     })
+}
+
+const RANDRES_KEYS: &[&str] = &[
+    "spacing",
+    "need",
+    "error",
+    "mode",
+    "fussiness",
+    "reserve",
+    "count",
+];
+
+const RANDRES_HELP: &str = "e.g. { randres = { spacing = [\"260ms\", \"340ms\"], need = [\"60ms\", \"120ms\"], error = \"10ms\", mode = \"mixed\", fussiness = \"0.54\", reserve = true } }";
+
+const MODES: &[&str] = &["over", "under", "mixed"];
+
+/// The BVT paper's `randres` test program (§5.1).
+fn randres(v: &Node, p: &str) -> Result<Randres, Fail> {
+    let t = v
+        .table(
+            p,
+            "a table: { spacing = [\"260ms\", \"340ms\"], need = [\"60ms\", \"120ms\"], ... }",
+        )
+        .map_err(|e| e.help(RANDRES_HELP))?;
+    t.only(RANDRES_KEYS)?;
+    let spacing_node = t
+        .require(
+            "spacing",
+            "the time between deadlines, e.g. [\"260ms\", \"340ms\"]",
+        )
+        .map_err(|e| e.help(RANDRES_HELP))?;
+    let spacing = range(spacing_node, &t.key_path("spacing"))?;
+    if dist_max(&spacing).is_zero() {
+        return Err(Fail::new(
+            &spacing_node.span,
+            &t.key_path("spacing"),
+            "deadlines must move forward: expected a spacing that can be more than zero",
+        ));
+    }
+    let need = range(
+        t.require(
+            "need",
+            "the actual CPU need per deadline, e.g. [\"60ms\", \"120ms\"]",
+        )
+        .map_err(|e| e.help(RANDRES_HELP))?,
+        &t.key_path("need"),
+    )?;
+    let error = match t.get("error") {
+        Some(n) => n.duration(&t.key_path("error"))?,
+        None => Duration::ZERO,
+    };
+    let mode = match t.get("mode") {
+        None => ErrorMode::Mixed,
+        Some(n) => {
+            let path = t.key_path("mode");
+            let what = "\"over\", \"under\" or \"mixed\"";
+            match n.str(&path, what)? {
+                "over" => ErrorMode::Over,
+                "under" => ErrorMode::Under,
+                "mixed" => ErrorMode::Mixed,
+                other => {
+                    return Err(Fail::new(
+                        &n.span,
+                        &path,
+                        format!(
+                            "unknown mode `{other}` (expected {what}){}",
+                            did_you_mean(other, MODES.iter().copied())
+                        ),
+                    )
+                    .help("over: the reservation asks for more than the need (e >= 0); under: less (e <= 0); mixed: either, by a fair coin"))
+                }
+            }
+        }
+    };
+    let fussiness = match t.get("fussiness") {
+        Some(n) => fussiness(n, &t.key_path("fussiness"))?,
+        None => 0,
+    };
+    let reserve = match t.get("reserve") {
+        Some(n) => n.bool(&t.key_path("reserve"))?,
+        None => false,
+    };
+    let count = match t.get("count") {
+        Some(n) => Some(n.count(&t.key_path("count"))?),
+        None => None,
+    };
+    Ok(Randres {
+        spacing,
+        need,
+        error,
+        mode,
+        fussiness,
+        reserve,
+        count,
+    })
+}
+
+/// A pair `[min, max]` (uniform, the paper's form), a fixed duration, or a
+/// distribution table.
+fn range(node: &Node, path: &str) -> Result<Dist, Fail> {
+    let Kind::Array(a) = &node.kind else {
+        return dist(node, path);
+    };
+    let what = "two durations [min, max], e.g. [\"260ms\", \"340ms\"]";
+    let [lo, hi] = a.as_slice() else {
+        return Err(Fail::new(
+            &node.span,
+            path,
+            format!("expected {what}, found {} element(s)", a.len()),
+        )
+        .help("or one duration (\"300ms\"), or a distribution table"));
+    };
+    let min = lo.duration(&index_path(path, 0))?;
+    let max = hi.duration(&index_path(path, 1))?;
+    if min > max {
+        return Err(Fail::new(
+            &hi.span,
+            &index_path(path, 1),
+            format!("max {max} is below min {min}: expected [min, max] with min <= max"),
+        ));
+    }
+    Ok(Dist::Uniform { min, max })
+}
+
+/// The paper's `f` in `[0, 1)` as thousandths: a string holding a decimal
+/// with at most three places (`"0.54"` is 540), or the integer 0.
+fn fussiness(node: &Node, path: &str) -> Result<u32, Fail> {
+    const WHAT: &str = "a decimal in [0, 1) as a string, e.g. \"0.54\"";
+    const HELP: &str = "the paper's f: 0 runs anywhere between deadlines, closer to 1 only just before the deadline; written as a string with at most 3 decimal places so that it is exact (no floats)";
+    let s = match &node.kind {
+        Kind::Str(s) => s.trim(),
+        Kind::Int(0) => return Ok(0),
+        Kind::Int(i) => {
+            return Err(Fail::new(
+                &node.span,
+                path,
+                format!("{i} is out of range: expected {WHAT}"),
+            )
+            .help(HELP))
+        }
+        Kind::Float => {
+            return Err(
+                Fail::new(&node.span, path, format!("expected {WHAT}, found a float"))
+                    .help("no floats: write the number in quotes, e.g. fussiness = \"0.54\""),
+            )
+        }
+        _ => {
+            return Err(Fail::new(
+                &node.span,
+                path,
+                format!("expected {WHAT}, found {}", node.type_name()),
+            )
+            .help(HELP))
+        }
+    };
+    let bad = |msg: String| Fail::new(&node.span, path, msg).help(HELP);
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    let digits = |x: &str| x.chars().all(|c| c.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) {
+        return Err(bad(format!(
+            "`{s}` is not a decimal number: expected {WHAT}"
+        )));
+    }
+    if frac.len() > 3 {
+        return Err(bad(format!(
+            "`{s}` has more than 3 decimal places: expected thousandths at most, e.g. \"0.545\""
+        )));
+    }
+    if int.chars().any(|c| c != '0') {
+        return Err(bad(format!("`{s}` is out of range: expected {WHAT}")));
+    }
+    // "0.54" -> "540": pad to three places.
+    Ok(frac
+        .bytes()
+        .chain(*b"000")
+        .take(3)
+        .fold(0, |acc, c| acc * 10 + u32::from(c - b'0')))
 }
 
 /// `name` and `args` of a message (in a program or the script).
@@ -366,8 +545,10 @@ pub(crate) fn dist(node: &Node, path: &str) -> Result<Dist, Fail> {
 /// not freeze the clock).
 pub(crate) fn takes_time(ops: &[Op]) -> bool {
     ops.iter().any(|op| match op {
-        Op::Run(d) | Op::Sleep(d) => dist_max(d) > Duration::ZERO,
+        Op::Run(d) | Op::Sleep(d) | Op::Fault(d) => dist_max(d) > Duration::ZERO,
         Op::Periodic { .. } => true,
+        // Its spacing can be more than zero (checked), so deadlines advance.
+        Op::Randres(r) => r.count != Some(0),
         Op::Loop { count, body } => *count != Some(0) && takes_time(body),
         Op::Lock(_) | Op::Unlock(_) | Op::Msg { .. } | Op::Yield => false,
     })

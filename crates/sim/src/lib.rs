@@ -2,8 +2,8 @@
 //! dispatcher drives in `hsched sim`.
 //!
 //! Events are ordered by (time, sequence number); at equal times workload
-//! events (completions, wakeups, arrivals, script steps) come before the
-//! dispatcher's timers. Every random draw comes from a ChaCha8 stream seeded
+//! events (completions, wakeups, arrivals, script steps, `randres`
+//! deadlines) come before the dispatcher's timers. Every random draw comes from a ChaCha8 stream seeded
 //! from the scenario seed and the thread's index, so the same scenario and
 //! seed give the same run, byte for byte, and adding a thread does not change
 //! the draws of the others.
@@ -14,14 +14,17 @@
 mod program;
 pub mod workloads;
 
-use hsched_core::{CpuId, Duration, Instant, SchedId, ThreadId};
+use hsched_core::{CpuId, Duration, Instant, Msg, SchedId, ThreadId, Value};
 use hsched_dispatch::{AttachLink, Config, Dispatcher, Platform};
 use hsched_model::{
     Action, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult, Scenario,
     SchedulerSpec, Segment, SegmentKind, Target, ThreadResult, Trace,
 };
-use program::{compile, draw, Cursor, Instr, PeriodicState};
-use rand::SeedableRng;
+use program::{
+    compile, draw, draw_randres, Cursor, Instr, PeriodicState, RandresJob, RandresPhase,
+    RandresState,
+};
+use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -256,12 +259,16 @@ enum Ev {
     Wake(ThreadId, u64),
     /// Script step `i`.
     Script(usize),
+    /// A `randres` job's deadline: abandon it if unfinished, if `gen` is current.
+    Abort(ThreadId, u64),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Outcome {
     NeedsCpu,
     Blocked,
+    /// Blocked involuntarily (a page fault).
+    Faulted,
     Exit,
 }
 
@@ -289,6 +296,8 @@ struct SimThread {
     exited: bool,
     /// Bumped whenever a pending `Wake` becomes stale.
     wake_gen: u64,
+    /// Bumped whenever a pending `Abort` becomes stale.
+    abort_gen: u64,
     cpu: Option<CpuId>,
     last_cpu: Option<CpuId>,
     woke_at: Option<Instant>,
@@ -371,7 +380,74 @@ impl World {
                 }
             }
             Ev::Script(i) => self.script(disp, scn, now, i),
+            Ev::Abort(t, gen) => {
+                if self.threads[t.index()].abort_gen == gen {
+                    self.abort(disp, now, t);
+                }
+            }
         }
+    }
+
+    /// A `randres` job's deadline has come: if it has not received its
+    /// need, it is abandoned (its record keeps `finish: None`, a miss) and
+    /// the thread goes on to its next deadline, blocking if that is later.
+    fn abort(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId) {
+        let th = &self.threads[t.index()];
+        let Some(RandresState {
+            phase: RandresPhase::Running { job, .. },
+            ..
+        }) = th.cursor.randres
+        else {
+            return;
+        };
+        if let Some(cpu) = th.cpu {
+            // Account its progress up to now: it may have finished just now.
+            self.flush(cpu, now);
+            self.cpus[cpu.index()].completion = None;
+        }
+        let th = &mut self.threads[t.index()];
+        if !th.remaining.is_zero() {
+            th.remaining = Duration::ZERO;
+            if let Some(st) = &mut th.cursor.randres {
+                st.phase = RandresPhase::Missed {
+                    deadline: job.deadline,
+                };
+            }
+        }
+        // Finished (completion at the deadline) or abandoned: the program
+        // takes it from here.
+        self.resume(disp, now, t);
+    }
+
+    /// Sends `randres`'s reservation request for `job` to `t`'s scheduler;
+    /// whether it was accepted.
+    fn reserve(
+        &mut self,
+        disp: &mut Dispatcher,
+        now: Instant,
+        t: ThreadId,
+        job: &RandresJob,
+    ) -> bool {
+        let since_zero = |i: Instant| Value::Duration(i.saturating_since(Instant::ZERO));
+        let msg = Msg::new("reserve")
+            .arg("start", since_zero(job.start))
+            .arg("amount", Value::Duration(job.request))
+            .arg("deadline", since_zero(job.deadline));
+        let name = disp.thread_name(t).to_string();
+        let Some(s) = disp.thread_sched(t) else {
+            self.record(
+                now,
+                LogKind::Refused,
+                format!("`{name}`: {msg}: no scheduler"),
+            );
+            return false;
+        };
+        let reply = disp.message(self, now, Some(t), s, &msg);
+        let ok = reply.is_ok();
+        let kind = if ok { LogKind::Reply } else { LogKind::Refused };
+        let sname = disp.sched_name(s).to_string();
+        self.record(now, kind, format!("`{name}` -> `{sname}` {msg}: {reply:?}"));
+        ok
     }
 
     fn arrive(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, i: usize) {
@@ -408,6 +484,7 @@ impl World {
             runnable: false,
             exited: false,
             wake_gen: 0,
+            abort_gen: 0,
             cpu: None,
             last_cpu: None,
             woke_at: None,
@@ -493,11 +570,15 @@ impl World {
                 }
                 self.arm_completion(t);
             }
-            Outcome::Blocked => {
+            Outcome::Blocked | Outcome::Faulted => {
                 if th.runnable {
                     th.runnable = false;
                     th.waiting_since = None;
-                    disp.thread_block(self, now, t);
+                    if outcome == Outcome::Faulted {
+                        disp.thread_fault(self, now, t);
+                    } else {
+                        disp.thread_block(self, now, t);
+                    }
                 }
             }
             Outcome::Exit => {
@@ -547,6 +628,96 @@ impl World {
                         let gen = th.wake_gen;
                         self.push(now.saturating_add(d), Ev::Wake(t, gen));
                         return Outcome::Blocked;
+                    }
+                }
+                Instr::Fault(d) => {
+                    th.cursor.pc += 1;
+                    let d = draw(d, &mut th.rng);
+                    if !d.is_zero() {
+                        th.wake_gen += 1;
+                        let gen = th.wake_gen;
+                        self.push(now.saturating_add(d), Ev::Wake(t, gen));
+                        return Outcome::Faulted;
+                    }
+                }
+                Instr::Randres(spec) => {
+                    if th.cursor.randres.is_none() {
+                        let err_seed: u64 = th.rng.gen();
+                        th.cursor.randres = Some(RandresState {
+                            prev: now,
+                            done: 0,
+                            err_rng: ChaCha8Rng::seed_from_u64(err_seed),
+                            phase: RandresPhase::Next,
+                        });
+                    }
+                    let st = th.cursor.randres.as_mut().expect("randres state");
+                    match st.phase {
+                        RandresPhase::Next => {
+                            if spec.count.is_some_and(|c| st.done >= c) {
+                                th.cursor.randres = None;
+                                th.cursor.pc += 1;
+                                continue;
+                            }
+                            let job = draw_randres(spec, st.prev, &mut th.rng, &mut st.err_rng);
+                            st.phase = RandresPhase::Await(job);
+                        }
+                        RandresPhase::Await(job) => {
+                            if now < job.start {
+                                th.wake_gen += 1;
+                                let gen = th.wake_gen;
+                                self.push(job.start, Ev::Wake(t, gen));
+                                return Outcome::Blocked;
+                            }
+                            let n = st.done;
+                            let record = self.jobs.len();
+                            self.jobs.push(JobRecord {
+                                thread: t,
+                                job: n,
+                                release: job.start,
+                                start: None,
+                                finish: None,
+                                deadline: job.deadline,
+                            });
+                            self.mark(job.start, Some(t), MarkKind::Release { job: n });
+                            let granted = !spec.reserve || self.reserve(disp, now, t, &job);
+                            let th = &mut self.threads[t.index()];
+                            let st = th.cursor.randres.as_mut().expect("randres state");
+                            if granted {
+                                st.phase = RandresPhase::Running { job, record };
+                                th.remaining = job.need;
+                                th.abort_gen += 1;
+                                let gen = th.abort_gen;
+                                // A job that follows its predecessor on the CPU starts now.
+                                if th.cpu.is_some() {
+                                    self.jobs[record].start = Some(now);
+                                }
+                                self.push(job.deadline, Ev::Abort(t, gen));
+                            } else {
+                                // Refused: missed, and no running until the next one.
+                                st.phase = RandresPhase::Missed {
+                                    deadline: job.deadline,
+                                };
+                            }
+                        }
+                        RandresPhase::Running { job, record } => {
+                            // Its need is met (`remaining` is zero).
+                            st.prev = job.deadline;
+                            st.done += 1;
+                            st.phase = RandresPhase::Next;
+                            th.abort_gen += 1;
+                            self.jobs[record].finish = Some(now);
+                        }
+                        RandresPhase::Missed { deadline } => {
+                            if now < deadline {
+                                th.wake_gen += 1;
+                                let gen = th.wake_gen;
+                                self.push(deadline, Ev::Wake(t, gen));
+                                return Outcome::Blocked;
+                            }
+                            st.prev = deadline;
+                            st.done += 1;
+                            st.phase = RandresPhase::Next;
+                        }
                     }
                 }
                 Instr::Lock(m) => {
@@ -910,6 +1081,13 @@ impl Platform for World {
             if let Some(rec) = p.record {
                 self.jobs[rec].start.get_or_insert(now);
             }
+        }
+        if let Some(RandresState {
+            phase: RandresPhase::Running { record, .. },
+            ..
+        }) = th.cursor.randres
+        {
+            self.jobs[record].start.get_or_insert(now);
         }
         self.arm_completion(t);
     }

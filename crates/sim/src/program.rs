@@ -6,7 +6,7 @@
 //! deterministic.
 
 use hsched_core::{Duration, Instant, Msg};
-use hsched_model::{Dist, Op, Target};
+use hsched_model::{Dist, ErrorMode, Op, Randres, Target};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Normal};
@@ -15,6 +15,7 @@ use rand_distr::{Distribution, Exp, Normal};
 pub(crate) enum Instr {
     Run(Dist),
     Sleep(Dist),
+    Fault(Dist),
     Lock(usize),
     Unlock(usize),
     Msg(Target, Msg),
@@ -40,6 +41,9 @@ pub(crate) enum Instr {
     JobEnd {
         start: usize,
     },
+    /// The BVT paper's `randres`; the thread stays on this instruction
+    /// (with its state in `Cursor::randres`) until its last deadline.
+    Randres(Box<Randres>),
 }
 
 /// Compiles a program; mutex names are interned through `mutex_id`.
@@ -54,6 +58,8 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
         match op {
             Op::Run(d) => out.push(Instr::Run(d.clone())),
             Op::Sleep(d) => out.push(Instr::Sleep(d.clone())),
+            Op::Fault(d) => out.push(Instr::Fault(d.clone())),
+            Op::Randres(r) => out.push(Instr::Randres(Box::new(r.clone()))),
             Op::Lock(m) => out.push(Instr::Lock(mutex_id(m))),
             Op::Unlock(m) => out.push(Instr::Unlock(mutex_id(m))),
             Op::Msg { to, msg } => out.push(Instr::Msg(to.clone(), msg.clone())),
@@ -124,6 +130,8 @@ pub(crate) struct Cursor {
     pub loops: Vec<u64>,
     /// Enclosing periodic timers (innermost last).
     pub periodic: Vec<PeriodicState>,
+    /// The `randres` in progress (it is a leaf: at most one at a time).
+    pub randres: Option<RandresState>,
 }
 
 #[derive(Clone, Debug)]
@@ -134,4 +142,78 @@ pub(crate) struct PeriodicState {
     pub job: u64,
     /// Index into the run's job records of the job in progress.
     pub record: Option<usize>,
+}
+
+/// Where a `randres` is: between deadlines `prev` (`d_{i-1}`) and the
+/// current iteration's.
+#[derive(Clone, Debug)]
+pub(crate) struct RandresState {
+    /// `d_{i-1}`: the previous deadline (the start of the operation at first).
+    pub prev: Instant,
+    /// Deadlines begun so far (the current one's job number is `done`
+    /// while it is in progress, then this is bumped).
+    pub done: u64,
+    /// Prediction errors come from their own stream, seeded once from the
+    /// thread's: the deadlines and needs a seed gives do not depend on
+    /// `error` or `mode`, so runs that differ only in those compare the same
+    /// deadlines.
+    pub err_rng: ChaCha8Rng,
+    pub phase: RandresPhase,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum RandresPhase {
+    /// Draw the next iteration (or end the operation).
+    Next,
+    /// Drawn: wait for the release `s`, then reserve and run.
+    Await(RandresJob),
+    /// Released and running its need; abandoned at `deadline`.
+    Running { job: RandresJob, record: usize },
+    /// Its reservation was refused or it reached the deadline unfinished:
+    /// do nothing until the deadline, then go on.
+    Missed { deadline: Instant },
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RandresJob {
+    /// `s_i`.
+    pub start: Instant,
+    /// `d_i`.
+    pub deadline: Instant,
+    /// `a_i`: what it runs.
+    pub need: Duration,
+    /// `t_i = max(a_i + e_i, 0)`: what it reserves.
+    pub request: Duration,
+}
+
+/// Draws iteration `done + 1` of a `randres` whose previous deadline is
+/// `prev`: the spacing and need from the thread's stream, in that order,
+/// then (with `error > 0`) the error magnitude and, in `mixed` mode, its
+/// sign from the error stream.
+pub(crate) fn draw_randres(
+    spec: &Randres,
+    prev: Instant,
+    rng: &mut ChaCha8Rng,
+    err_rng: &mut ChaCha8Rng,
+) -> RandresJob {
+    let spacing = draw(&spec.spacing, rng).max(Duration(1));
+    let need = draw(&spec.need, rng);
+    let deadline = prev.saturating_add(spacing);
+    let request = if spec.error.is_zero() {
+        need
+    } else {
+        let magnitude = Duration(err_rng.gen_range(0..=spec.error.as_nanos().saturating_mul(2)));
+        let positive = match spec.mode {
+            ErrorMode::Over => true,
+            ErrorMode::Under => false,
+            ErrorMode::Mixed => err_rng.gen::<bool>(),
+        };
+        Randres::request(need, magnitude, positive)
+    };
+    RandresJob {
+        start: spec.start_between(prev, deadline),
+        deadline,
+        need,
+        request,
+    }
 }

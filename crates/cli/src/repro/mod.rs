@@ -1,0 +1,167 @@
+//! `hsched repro`: paper reproductions. Each entry is named after its paper
+//! and figure or section, runs its scenario from `scenarios/papers/`
+//! (compiled into the binary, so it runs from anywhere), and compares
+//! measured values with the paper's, each with its tolerance and why.
+//!
+//! Later work adds entries here (BVT figures, Rialto sections, HLS tables,
+//! Yau figures, Vassal tables); an entry is a scenario plus a function that
+//! turns the run into checks.
+
+use crate::CliError;
+use hsched_model::RunResult;
+use hsched_sim::{run, SimOptions};
+
+/// One compared quantity.
+#[derive(Clone, Debug)]
+pub struct Check {
+    pub quantity: String,
+    pub paper: f64,
+    pub measured: f64,
+    /// Allowed absolute difference.
+    pub tolerance: f64,
+    /// Why the tolerance is what it is.
+    pub why: &'static str,
+}
+
+impl Check {
+    pub fn passed(&self) -> bool {
+        (self.measured - self.paper).abs() <= self.tolerance
+    }
+}
+
+/// One reproduction.
+pub struct Entry {
+    pub name: &'static str,
+    /// The paper and the figure, table or section reproduced.
+    pub source: &'static str,
+    /// What the paper states.
+    pub claim: &'static str,
+    /// The scenario files it runs (paths inside the repository).
+    pub scenarios: &'static [&'static str],
+    /// Runs the scenarios (compiled into the binary) and compares.
+    pub run: fn() -> Result<Vec<Check>, String>,
+}
+
+mod hls;
+
+/// A scenario of `scenarios/papers/`: its path and its text, compiled in.
+macro_rules! scenario {
+    ($file:literal) => {
+        (
+            concat!("scenarios/papers/", $file),
+            include_str!(concat!("../../../../scenarios/papers/", $file)),
+        )
+    };
+}
+pub(crate) use scenario;
+
+/// Every entry, in the order `--list` shows them.
+pub fn entries() -> Vec<Entry> {
+    let mut all = Vec::new();
+    all.extend(hls::entries());
+    all
+}
+
+/// The fraction of the horizon thread `thread` ran.
+pub fn share(r: &RunResult, thread: &str) -> f64 {
+    let t = r.threads.iter().find(|t| t.name == thread);
+    let t = t.unwrap_or_else(|| panic!("the scenario has no thread `{thread}`"));
+    t.cpu_time.as_nanos() as f64 / r.horizon.as_nanos() as f64
+}
+
+/// The fraction of the horizon scheduler `node` received.
+pub fn node_share(r: &RunResult, node: &str) -> f64 {
+    let n = r.nodes.iter().find(|n| n.name == node);
+    let n = n.unwrap_or_else(|| panic!("the scenario has no scheduler `{node}`"));
+    n.received.as_nanos() as f64 / r.horizon.as_nanos() as f64
+}
+
+/// Parses and runs a compiled-in scenario with the full timeline recorded.
+pub fn simulate(scenario: (&str, &str)) -> Result<RunResult, String> {
+    simulate_with(scenario, |_| {})
+}
+
+/// Like [`simulate`], after `edit` changes the scenario (a parameter sweep
+/// over one file).
+pub fn simulate_with(
+    (path, text): (&str, &str),
+    edit: impl FnOnce(&mut hsched_model::Scenario),
+) -> Result<RunResult, String> {
+    let mut scn = hsched_scenario::parse(text, path).map_err(|e| e.to_string())?;
+    edit(&mut scn);
+    let opts = SimOptions {
+        trace: true,
+        ..Default::default()
+    };
+    run(&scn, &opts).map_err(|e| format!("{path}: {e}"))
+}
+
+/// Runs one entry; returns its checks.
+pub fn run_entry(entry: &Entry) -> Result<Vec<Check>, CliError> {
+    (entry.run)().map_err(|e| CliError::Failed(format!("{}: {e}", entry.name)))
+}
+
+fn print_entry(entry: &Entry, checks: &[Check]) {
+    println!("{} — {}", entry.name, entry.source);
+    println!("  claim: {}", entry.claim);
+    for path in entry.scenarios {
+        println!("  scenario: {path}");
+    }
+    let width = checks.iter().map(|c| c.quantity.len()).max().unwrap_or(0);
+    println!(
+        "  {:<width$}  {:>8}  {:>8}  {:>9}  verdict",
+        "quantity", "paper", "measured", "tolerance"
+    );
+    for c in checks {
+        println!(
+            "  {:<width$}  {:>8.4}  {:>8.4}  {:>9}  {}",
+            c.quantity,
+            c.paper,
+            c.measured,
+            format!("±{}", c.tolerance),
+            if c.passed() { "pass" } else { "FAIL" }
+        );
+        println!("  {:<width$}  tolerance: {}", "", c.why);
+    }
+}
+
+pub fn command(name: Option<&str>, list: bool, all: bool) -> Result<(), CliError> {
+    let entries = entries();
+    if list || (name.is_none() && !all) {
+        for e in &entries {
+            println!("{:<28} {}", e.name, e.source);
+        }
+        if !list {
+            println!("\nrun one with `hsched repro NAME`, or all with `hsched repro --all`");
+        }
+        return Ok(());
+    }
+    let chosen: Vec<&Entry> = match name {
+        Some(n) => vec![entries.iter().find(|e| e.name == n).ok_or_else(|| {
+            let known: Vec<&str> = entries.iter().map(|e| e.name).collect();
+            CliError::Input(format!(
+                "no reproduction named `{n}` (known: {})",
+                known.join(", ")
+            ))
+        })?],
+        None => entries.iter().collect(),
+    };
+    let mut failed = Vec::new();
+    for entry in chosen {
+        let checks = run_entry(entry)?;
+        print_entry(entry, &checks);
+        println!();
+        if checks.iter().any(|c| !c.passed()) {
+            failed.push(entry.name);
+        }
+    }
+    if failed.is_empty() {
+        println!("all verdicts pass");
+        Ok(())
+    } else {
+        Err(CliError::Failed(format!(
+            "failed reproductions: {}",
+            failed.join(", ")
+        )))
+    }
+}
