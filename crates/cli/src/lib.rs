@@ -221,6 +221,13 @@ fn print_tree(scn: &hsched_model::Scenario, name: &str, at: &str, depth: usize) 
         format!(" [{}]", spec.params)
     };
     println!("{indent}{name}: {}{params}{at}", spec.policy);
+    // A `bvt` node gets its §6 configuration read back (shares, V, W,
+    // warps, admission problems) between its line and its children.
+    if let Some(report) = hsched_analysis::bvt_report(scn, name) {
+        for line in report.lines() {
+            println!("{indent}  {line}");
+        }
+    }
     for child in scn.schedulers.iter() {
         for link in child.parents.iter().filter(|l| l.parent == name) {
             let at = if link.params.is_empty() {

@@ -12,19 +12,34 @@
 //! - [`fp`]: preemptive fixed priority.
 //! - [`join`]: HLS join (several parents, one child).
 //! - [`limit`]: HLS limit (caps a child at a budget per period).
+//! - [`sfq`]: start-time fair queuing with weights and a BVT-style warp.
+//! - [`dbs`]: the BVT paper's deadline-based reservations (EDF + round robin).
+//! - [`bvt`]: borrowed virtual time (weighted fair share, warp for latency).
 //!
 //! [`testkit`] drives a policy directly, without the dispatcher, for tests.
 
 use hsched_core::{Params, PolicyInfo, Scheduler};
 
+pub mod bvt;
+pub mod dbs;
 pub mod fifo;
 pub mod fp;
 pub mod join;
 pub mod limit;
 pub mod rr;
+pub mod sfq;
 pub mod testkit;
 
-static REGISTRY: [PolicyInfo; 5] = [fifo::INFO, rr::INFO, fp::INFO, join::INFO, limit::INFO];
+static REGISTRY: [PolicyInfo; 8] = [
+    fifo::INFO,
+    rr::INFO,
+    fp::INFO,
+    join::INFO,
+    limit::INFO,
+    sfq::INFO,
+    dbs::INFO,
+    bvt::INFO,
+];
 
 /// Every registered policy type, in the order `hsched policies` lists them.
 pub fn registry() -> &'static [PolicyInfo] {
@@ -58,7 +73,10 @@ mod tests {
     #[test]
     fn registry_lists_the_policies_in_order() {
         let names: Vec<&str> = registry().iter().map(|p| p.name).collect();
-        assert_eq!(names, ["fifo", "rr", "fp", "join", "limit"]);
+        assert_eq!(
+            names,
+            ["fifo", "rr", "fp", "join", "limit", "sfq", "dbs", "bvt"]
+        );
         for info in registry() {
             assert_eq!(find(info.name).map(|p| p.name), Some(info.name));
             assert!(

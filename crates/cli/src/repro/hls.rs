@@ -1,7 +1,7 @@
 //! Reproductions from the HLS paper (Regehr & Stankovic) and the
 //! time-sharing baseline the papers compare against.
 
-use super::{node_share, scenario, share, simulate, Check, Entry};
+use super::{node_share, scenario, share, simulate, Bound, Check, Entry};
 
 /// The HLS entries.
 pub fn entries() -> Vec<Entry> {
@@ -22,6 +22,7 @@ pub fn entries() -> Vec<Entry> {
                         measured: share(r, &t.name),
                         tolerance: 0.001,
                         why: "one 10ms quantum over the 10s horizon: the last rotation may be cut short",
+                        bound: Bound::Within,
                     })
                     .collect()
                 })
@@ -42,6 +43,7 @@ pub fn entries() -> Vec<Entry> {
                         measured: share(r, "t"),
                         tolerance: 0.01,
                         why: "rr hands out 10ms quanta inside 7ms windows between reservation periods, so who gets a window alternates; the imbalance stays under one quantum per 100 windows",
+                        bound: Bound::Within,
                     },
                     Check {
                         quantity: "share of b (the rest)".into(),
@@ -49,6 +51,7 @@ pub fn entries() -> Vec<Entry> {
                         measured: share(r, "b"),
                         tolerance: 0.01,
                         why: "the complement of t's share (no idle time, no switch cost)",
+                        bound: Bound::Within,
                     },
                     Check {
                         quantity: "CPU received by the reservation".into(),
@@ -56,6 +59,7 @@ pub fn entries() -> Vec<Entry> {
                         measured: node_share(r, "res"),
                         tolerance: 0.001,
                         why: "the limit is exact to the nanosecond; one period may be cut by the horizon",
+                        bound: Bound::Within,
                     },
                 ]
                 })
@@ -76,6 +80,7 @@ pub fn entries() -> Vec<Entry> {
                         measured: share(r, "t"),
                         tolerance: 0.001,
                         why: "the limit is exact to the nanosecond; one period may be cut by the horizon",
+                        bound: Bound::Within,
                     },
                     Check {
                         quantity: "share of b".into(),
@@ -83,6 +88,7 @@ pub fn entries() -> Vec<Entry> {
                         measured: share(r, "b"),
                         tolerance: 0.001,
                         why: "the complement of t's share",
+                        bound: Bound::Within,
                     },
                 ]
                 })
@@ -103,6 +109,7 @@ pub fn entries() -> Vec<Entry> {
                         measured: share(r, "high"),
                         tolerance: 0.0,
                         why: "exact: nothing else can run while it is runnable",
+                        bound: Bound::Within,
                     },
                     Check {
                         quantity: "share of low (NULL)".into(),
@@ -110,6 +117,7 @@ pub fn entries() -> Vec<Entry> {
                         measured: share(r, "low"),
                         tolerance: 0.0,
                         why: "exact",
+                        bound: Bound::Within,
                     },
                 ]
                 })

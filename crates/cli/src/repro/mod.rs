@@ -21,11 +21,51 @@ pub struct Check {
     pub tolerance: f64,
     /// Why the tolerance is what it is.
     pub why: &'static str,
+    /// Whether the paper's value is a target (within the tolerance either
+    /// way) or an upper bound (the measured value may be anything below).
+    pub bound: Bound,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Bound {
+    /// |measured - paper| <= tolerance.
+    #[default]
+    Within,
+    /// measured <= paper + tolerance.
+    AtMost,
+    /// measured >= paper - tolerance.
+    AtLeast,
 }
 
 impl Check {
     pub fn passed(&self) -> bool {
-        (self.measured - self.paper).abs() <= self.tolerance
+        match self.bound {
+            Bound::Within => (self.measured - self.paper).abs() <= self.tolerance,
+            Bound::AtMost => self.measured <= self.paper + self.tolerance,
+            Bound::AtLeast => self.measured >= self.paper - self.tolerance,
+        }
+    }
+
+    /// Makes the paper's value a lower bound.
+    pub fn at_least(mut self) -> Self {
+        self.bound = Bound::AtLeast;
+        self
+    }
+
+    /// Makes the paper's value an upper bound.
+    pub fn at_most(mut self) -> Self {
+        self.bound = Bound::AtMost;
+        self
+    }
+
+    fn tolerance_text(&self) -> String {
+        match self.bound {
+            Bound::Within => format!("±{}", self.tolerance),
+            Bound::AtMost if self.tolerance == 0.0 => "at most".into(),
+            Bound::AtMost => format!("≤ +{}", self.tolerance),
+            Bound::AtLeast if self.tolerance == 0.0 => "at least".into(),
+            Bound::AtLeast => format!("≥ -{}", self.tolerance),
+        }
     }
 }
 
@@ -42,6 +82,7 @@ pub struct Entry {
     pub run: fn() -> Result<Vec<Check>, String>,
 }
 
+mod bvt;
 mod hls;
 
 /// A scenario of `scenarios/papers/`: its path and its text, compiled in.
@@ -59,6 +100,7 @@ pub(crate) use scenario;
 pub fn entries() -> Vec<Entry> {
     let mut all = Vec::new();
     all.extend(hls::entries());
+    all.extend(bvt::entries());
     all
 }
 
@@ -118,7 +160,7 @@ fn print_entry(entry: &Entry, checks: &[Check]) {
             c.quantity,
             c.paper,
             c.measured,
-            format!("±{}", c.tolerance),
+            c.tolerance_text(),
             if c.passed() { "pass" } else { "FAIL" }
         );
         println!("  {:<width$}  tolerance: {}", "", c.why);

@@ -1,0 +1,962 @@
+//! `dbs`: the deadline-based scheduler of the BVT paper.
+//!
+//! **Source.** Duda & Cheriton, "Borrowed-Virtual-Time (BVT) scheduling",
+//! SOSP '99, §5 ("Deadlines"): "a thread requests a reservation in the form
+//! (s, t, d), requesting t units of CPU between times s and d. The
+//! scheduler accepts the request if and only if it is feasible to satisfy
+//! it and all previous requests accepted at that point. It then runs the
+//! accepted reservations, earliest-deadline-first, distributing any
+//! leftover cycles round-robin to threads without reservations."
+//!
+//! **Message `reserve`.** Sent by a child (a thread attached here) for
+//! itself; arguments (durations; an integer is nanoseconds):
+//! - `start`: `s`, as time since 0 (an absolute instant; default 0, i.e. now);
+//! - `amount`: `t`, the CPU time wanted;
+//! - `deadline`: `d`, as time since 0;
+//! - `relative` (bool, default false): `start` and `deadline` count from
+//!   the moment the message arrives instead of from time 0.
+//!
+//! Answered at once: `Ok { id, start, amount, deadline }` (the id and the
+//! absolute window), or `Err` naming why (a window that is empty or over,
+//! or the interval `[a, b]` whose reserved demand would exceed its length).
+//! An `amount` of zero is accepted and needs nothing. **Message `cancel`**
+//! (optional argument `id`) drops the sender's reservations (or that one):
+//! `Ok { dropped }`.
+//!
+//! **Admission.** A request is accepted iff the reservations in force (not
+//! past their deadline, not fully served) together with it pass the EDF
+//! demand-bound test of one CPU: for every release `a` and deadline `b`,
+//! the remaining amounts of the reservations with release `>= a` and
+//! deadline `<= b` sum to at most `b - a` (releases of started windows
+//! count from now; the time the running child has used since its last
+//! charge is counted as served). The test is exact for EDF on one CPU.
+//! Cost: O(n²) in the reservations in force, at admission only.
+//!
+//! **Algorithm.** A reservation is *active* from its start to its deadline
+//! while it has an amount left. The runnable children with an active
+//! reservation run earliest deadline first (a child with several is ordered
+//! by its earliest), each until that reservation's amount is served (the
+//! horizon is `min(now + left, deadline)`) or its deadline passes (the
+//! reservation ends, served or not). A child whose reservation becomes
+//! active, or which wakes with one, preempts a child running without one
+//! or with a later deadline. The other runnable children (no active
+//! reservation, or all served) share what is left round-robin with a
+//! `quantum` (default 10ms; a child preempted mid-slice keeps its turn at
+//! the head), as `rr`. One timer follows the next window start or deadline.
+//!
+//! **Guarantees.** Work conserving. If this scheduler holds a CPU at every
+//! instant (e.g. it is the root), every accepted reservation of a child
+//! that stays runnable through its window receives its amount by its
+//! deadline (DBS's guarantee; EDF is optimal on one CPU). With several VPs
+//! the admission test still counts one CPU, and the guarantee still holds:
+//! reserved work of deadline `<= D` is served at rate at least 1 whenever
+//! some is left (the earliest-deadline reserved child always runs), so it
+//! is never behind the one-CPU EDF schedule, which meets `D`. Extra CPUs
+//! serve reservations sooner and run the leftover.
+//!
+//! **Limits.** Admission counts a single CPU's capacity (conservative with
+//! several VPs) and trusts the parent to provide it: under a parent that
+//! withholds the CPU, reservations can miss. A reservation's amount is
+//! charged time, so context-switch overhead is taken from it. With a
+//! platform tick, window starts, deadlines and horizons act at the next
+//! tick: up to a tick late. A reservation is not carried over: at its
+//! deadline it ends, whatever is left. Decisions, wake-ups and timers cost
+//! O(log n) (plus O(vps) when a preemption is considered).
+
+use hsched_core::{
+    ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
+    ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value, VpState,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "dbs",
+    summary: "deadline-based reservations (s, t, d) run EDF; leftover time round-robin",
+    doc: "The BVT paper's deadline-based scheduler (Duda & Cheriton, section 5): a \
+          thread asks for `t` of CPU between `s` and `d` with message `reserve { start, \
+          amount, deadline }` (times since 0; `relative = true` for times from now); it is \
+          accepted iff all reservations in force stay EDF-feasible on one CPU, else \
+          refused naming the overloaded interval. Active reservations run earliest \
+          deadline first until served or past their deadline; leftover time goes \
+          round-robin (`quantum`). `cancel` drops the sender's reservations. Holding one \
+          CPU throughout, every accepted reservation of a runnable thread is met.",
+    params,
+    child_params: no_params,
+    build,
+    max_parents: 1,
+    max_children: u32::MAX,
+};
+
+/// The default leftover round-robin quantum.
+pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
+
+/// The one timer: the next window start or deadline.
+const EVENT_TIMER: TimerKey = 0;
+
+fn params() -> Vec<ParamSpec> {
+    vec![ParamSpec::new(
+        "quantum",
+        ParamKind::Duration {
+            min: Duration::from_nanos(1),
+        },
+        "round-robin slice of the leftover time",
+    )
+    .with_default(Value::Duration(DEFAULT_QUANTUM))]
+}
+
+fn no_params() -> Vec<ParamSpec> {
+    Vec::new()
+}
+
+fn reserve_params() -> Vec<ParamSpec> {
+    let any = ParamKind::Duration {
+        min: Duration::ZERO,
+    };
+    vec![
+        ParamSpec::new("start", any, "window start s, as time since 0")
+            .with_default(Value::Duration(Duration::ZERO)),
+        ParamSpec::new("amount", any, "CPU time t wanted in the window"),
+        ParamSpec::new("deadline", any, "window end d, as time since 0"),
+        ParamSpec::new(
+            "relative",
+            ParamKind::Bool,
+            "start and deadline count from now",
+        )
+        .with_default(Value::Bool(false)),
+    ]
+}
+
+/// `cancel`'s `id` when none is given: every reservation of the sender.
+const ALL_RESERVATIONS: i64 = -1;
+
+fn cancel_params() -> Vec<ParamSpec> {
+    vec![ParamSpec::new(
+        "id",
+        ParamKind::Int {
+            min: 0,
+            max: i64::MAX,
+        },
+        "the reservation to drop (default: all of the sender's)",
+    )
+    .with_default(Value::Int(ALL_RESERVATIONS))]
+}
+
+fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
+    Dbs::new(params.duration("quantum")).map(|s| Box::new(s) as Box<dyn Scheduler>)
+}
+
+/// At one instant, deadlines are handled before window starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Event {
+    Deadline,
+    Start,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Reservation {
+    child: ChildId,
+    start: Instant,
+    deadline: Instant,
+    amount: Duration,
+    /// Not yet charged; always > 0 (a served reservation is dropped).
+    remaining: Duration,
+    /// The window has started.
+    active: bool,
+}
+
+/// EDF order: (deadline, reservation id). `LEFTOVER` ranks after all.
+type Prio = (Instant, u64);
+const LEFTOVER: Prio = (Instant::NEVER, u64::MAX);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    /// Waiting in `edf` under its earliest active reservation.
+    Edf(Prio),
+    /// Waiting in `rr` under this sequence number.
+    Rr(u64),
+    Running(ParentVp),
+}
+
+#[derive(Clone, Debug)]
+struct Child {
+    state: State,
+    /// What is left of the current round-robin slice.
+    slice_left: Duration,
+    /// Active reservations, earliest deadline first.
+    active: BTreeSet<Prio>,
+    /// All reservations in force (pending and active), by id.
+    reservations: BTreeSet<u64>,
+    /// When it was last granted or charged: it has run since then uncharged.
+    since: Instant,
+}
+
+impl Child {
+    /// How it should run now: its earliest active reservation, or leftover.
+    fn prio(&self) -> Prio {
+        self.active.first().copied().unwrap_or(LEFTOVER)
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    child: ChildId,
+    /// The reservation the child runs on, or `LEFTOVER`.
+    prio: Prio,
+    until: Instant,
+    /// A revoke was asked and its re-decision is pending.
+    preempting: bool,
+}
+
+/// The deadline-based scheduler. See the module documentation.
+#[derive(Debug)]
+pub struct Dbs {
+    quantum: Duration,
+    children: ChildMap<Child>,
+    reservations: BTreeMap<u64, Reservation>,
+    next_id: u64,
+    /// Pending window starts and deadlines of the reservations in force.
+    events: BTreeSet<(Instant, Event, u64)>,
+    /// When `EVENT_TIMER` is armed for (the first event).
+    armed: Option<Instant>,
+    edf: BTreeSet<(Prio, ChildId)>,
+    rr: BTreeMap<u64, ChildId>,
+    /// Round-robin order: the back counts up from the middle, the head down.
+    head_seq: u64,
+    back_seq: u64,
+    /// Running children not being preempted, by priority (worst last).
+    running: BTreeSet<(Prio, ParentVp)>,
+    slots: Vec<Option<Slot>>,
+    preempting: usize,
+    runnable: u32,
+    served: u64,
+    expired: u64,
+    refused: u64,
+}
+
+const MIDDLE: u64 = u64::MAX / 2;
+
+impl Dbs {
+    /// A DBS whose leftover round-robin slice is `quantum` (> 0).
+    pub fn new(quantum: Duration) -> Result<Self, String> {
+        if quantum.is_zero() {
+            return Err("`quantum` must be longer than zero".into());
+        }
+        Ok(Dbs {
+            quantum,
+            children: ChildMap::new(),
+            reservations: BTreeMap::new(),
+            next_id: 0,
+            events: BTreeSet::new(),
+            armed: None,
+            edf: BTreeSet::new(),
+            rr: BTreeMap::new(),
+            head_seq: MIDDLE,
+            back_seq: MIDDLE + 1,
+            running: BTreeSet::new(),
+            slots: Vec::new(),
+            preempting: 0,
+            runnable: 0,
+            served: 0,
+            expired: 0,
+            refused: 0,
+        })
+    }
+
+    /// Reservations that received their whole amount (zero amounts included).
+    pub fn served(&self) -> u64 {
+        self.served
+    }
+    /// Reservations that reached their deadline with an amount left.
+    pub fn expired(&self) -> u64 {
+        self.expired
+    }
+    /// Requests refused as infeasible.
+    pub fn refused(&self) -> u64 {
+        self.refused
+    }
+    /// Reservations in force (accepted, not yet served or over).
+    pub fn in_force(&self) -> usize {
+        self.reservations.len()
+    }
+    /// The amount reservation `id` still has to receive, if it is in force.
+    pub fn remaining(&self, id: u64) -> Option<Duration> {
+        self.reservations.get(&id).map(|r| r.remaining)
+    }
+
+    fn enqueue(&mut self, child: ChildId, at_head: bool) {
+        let c = &mut self.children[child];
+        if let Some(&p) = c.active.first() {
+            c.state = State::Edf(p);
+            self.edf.insert((p, child));
+        } else {
+            let seq = if at_head {
+                self.head_seq -= 1;
+                self.head_seq + 1
+            } else {
+                self.back_seq += 1;
+                self.back_seq - 1
+            };
+            c.state = State::Rr(seq);
+            self.rr.insert(seq, child);
+        }
+    }
+
+    fn unqueue(&mut self, child: ChildId) {
+        match self.children[child].state {
+            State::Edf(p) => {
+                self.edf.remove(&(p, child));
+            }
+            State::Rr(seq) => {
+                self.rr.remove(&seq);
+            }
+            _ => {}
+        }
+    }
+
+    fn clear_slot(&mut self, vp: ParentVp) -> Option<Slot> {
+        let slot = self.slots.get_mut(vp.index()).and_then(Option::take)?;
+        if slot.preempting {
+            self.preempting -= 1;
+        } else {
+            self.running.remove(&(slot.prio, vp));
+        }
+        Some(slot)
+    }
+
+    /// Whatever ran on `vp` stopped. A child still runnable waits again:
+    /// under its earliest active reservation, or round-robin (at the head
+    /// with the rest of its slice if a leftover run was cut short).
+    fn stop(&mut self, vp: ParentVp, now: Instant) {
+        let Some(slot) = self.clear_slot(vp) else {
+            return;
+        };
+        let quantum = self.quantum;
+        let c = &mut self.children[slot.child];
+        if c.state != State::Running(vp) {
+            return;
+        }
+        let cut_short = slot.prio == LEFTOVER && !c.slice_left.is_zero() && now < slot.until;
+        if !cut_short && (slot.prio == LEFTOVER || c.slice_left.is_zero()) {
+            c.slice_left = quantum;
+        }
+        self.enqueue(slot.child, cut_short);
+    }
+
+    fn forget_runnable(&mut self, child: ChildId) {
+        match self.children[child].state {
+            State::Idle => return,
+            State::Edf(_) | State::Rr(_) => self.unqueue(child),
+            State::Running(vp) => {
+                self.clear_slot(vp);
+            }
+        }
+        self.children[child].state = State::Idle;
+        self.runnable -= 1;
+    }
+
+    fn revoke_slot(&mut self, cx: &mut Cx, vp: ParentVp) {
+        let Some(slot) = self.slots[vp.index()].as_mut() else {
+            return;
+        };
+        if !slot.preempting {
+            slot.preempting = true;
+            self.running.remove(&(slot.prio, vp));
+            self.preempting += 1;
+            cx.revoke(slot.child);
+        }
+    }
+
+    /// `child`'s active reservations changed: a waiting child moves to the
+    /// queue it now belongs in; a running one that no longer runs on its
+    /// earliest active reservation (or should now run on one) is re-decided.
+    fn refresh(&mut self, cx: &mut Cx, child: ChildId) {
+        let Some(c) = self.children.get(child) else {
+            return;
+        };
+        let want = c.prio();
+        match c.state {
+            State::Edf(p) if p != want => {
+                self.unqueue(child);
+                self.enqueue(child, false);
+            }
+            State::Rr(_) if want != LEFTOVER => {
+                self.unqueue(child);
+                self.enqueue(child, false);
+            }
+            State::Running(vp)
+                if self.slots[vp.index()].is_some_and(|s| !s.preempting && s.prio != want) =>
+            {
+                self.revoke_slot(cx, vp);
+            }
+            _ => {}
+        }
+    }
+
+    /// Removes reservation `id` everywhere. The caller refreshes its child.
+    fn drop_reservation(&mut self, id: u64) -> Option<Reservation> {
+        let r = self.reservations.remove(&id)?;
+        self.events.remove(&(r.deadline, Event::Deadline, id));
+        self.events.remove(&(r.start, Event::Start, id));
+        if let Some(c) = self.children.get_mut(r.child) {
+            c.reservations.remove(&id);
+            c.active.remove(&(r.deadline, id));
+        }
+        Some(r)
+    }
+
+    /// What reservation `id` still needs, counting as served the time its
+    /// child has run on it since the last charge.
+    fn left_now(&self, id: u64, now: Instant) -> Duration {
+        let Some(r) = self.reservations.get(&id) else {
+            return Duration::ZERO;
+        };
+        let c = &self.children[r.child];
+        if let State::Running(vp) = c.state {
+            if self.slots[vp.index()].is_some_and(|s| s.prio == (r.deadline, id)) {
+                return r.remaining.saturating_sub(now.saturating_since(c.since));
+            }
+        }
+        r.remaining
+    }
+
+    /// Starts the windows and ends the reservations that are due (a timer
+    /// may fire late, with a tick), then re-arms the timer.
+    fn process_due(&mut self, cx: &mut Cx) {
+        let now = cx.now();
+        let mut changed = false;
+        while let Some(&(at, event, id)) = self.events.first() {
+            if at > now {
+                break;
+            }
+            self.events.pop_first();
+            changed = true;
+            match event {
+                Event::Start => {
+                    let Some(r) = self.reservations.get_mut(&id) else {
+                        continue;
+                    };
+                    r.active = true;
+                    let (child, key) = (r.child, (r.deadline, id));
+                    self.children[child].active.insert(key);
+                    self.refresh(cx, child);
+                }
+                Event::Deadline => {
+                    let served = self.left_now(id, now).is_zero();
+                    if let Some(r) = self.drop_reservation(id) {
+                        if served {
+                            self.served += 1;
+                        } else {
+                            self.expired += 1;
+                        }
+                        self.refresh(cx, r.child);
+                    }
+                }
+            }
+        }
+        if changed {
+            self.preempt_if_needed(cx);
+        }
+        self.rearm(cx);
+    }
+
+    fn rearm(&mut self, cx: &mut Cx) {
+        let next = self.events.first().map(|e| e.0);
+        if next != self.armed {
+            match next {
+                Some(at) => cx.set_timer(EVENT_TIMER, at),
+                None => cx.cancel_timer(EVENT_TIMER),
+            }
+            self.armed = next;
+        }
+    }
+
+    /// While the earliest waiting reservation outranks the worst running
+    /// child (leftover, or a later deadline), preempt that one. Idle held
+    /// CPUs and CPUs being re-decided take the best waiting children first.
+    fn preempt_if_needed(&mut self, cx: &mut Cx) {
+        let Some(&(best, _)) = self.edf.first() else {
+            return;
+        };
+        let Some(&(worst, _)) = self.running.last() else {
+            return;
+        };
+        if best >= worst {
+            return;
+        }
+        let idle_held = (0..cx.vp_count())
+            .map(ParentVp)
+            .filter(|&vp| {
+                matches!(cx.vp_state(vp), VpState::Held(_))
+                    && self.slots.get(vp.index()).copied().flatten().is_none()
+            })
+            .count();
+        let mut absorbed = idle_held + self.preempting;
+        let mut victims = Vec::new();
+        let mut worst_first = self.running.iter().rev();
+        for &(p, _) in &self.edf {
+            if absorbed > 0 {
+                absorbed -= 1;
+                continue;
+            }
+            match worst_first.next() {
+                Some(&(running, vp)) if p < running => victims.push(vp),
+                _ => break,
+            }
+        }
+        for vp in victims {
+            self.revoke_slot(cx, vp);
+        }
+    }
+
+    /// The EDF demand-bound test of one CPU over the reservations in force
+    /// plus `new` = (deadline, release, amount).
+    fn feasible(&self, now: Instant, new: (Instant, Instant, Duration)) -> Result<(), String> {
+        let mut jobs: Vec<(Instant, Instant, Duration)> = Vec::new();
+        for (&id, r) in &self.reservations {
+            let left = self.left_now(id, now);
+            if r.deadline > now && !left.is_zero() {
+                jobs.push((r.deadline, r.start.max(now), left));
+            }
+        }
+        jobs.push(new);
+        jobs.sort_unstable();
+        let mut releases: Vec<Instant> = jobs.iter().map(|j| j.1).collect();
+        releases.sort_unstable();
+        releases.dedup();
+        for &a in &releases {
+            let mut demand = Duration::ZERO;
+            for &(b, release, amount) in &jobs {
+                if release < a {
+                    continue;
+                }
+                demand = demand.saturating_add(amount);
+                let room = b.saturating_since(a);
+                if demand > room {
+                    return Err(format!(
+                        "the reservations due in [{a}, {b}] would need {demand} of CPU, \
+                         but that interval holds only {room}"
+                    ));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn reserve(&mut self, cx: &mut Cx, child: ChildId, args: &Params) -> Result<Params, String> {
+        let args = args.resolve(&reserve_params())?;
+        let now = cx.now();
+        let (start, amount, deadline) = (
+            args.duration("start"),
+            args.duration("amount"),
+            args.duration("deadline"),
+        );
+        let (start, deadline) = if args.bool("relative") {
+            (now.saturating_add(start), now.saturating_add(deadline))
+        } else {
+            (Instant(start.as_nanos()), Instant(deadline.as_nanos()))
+        };
+        if deadline <= start {
+            return Err(format!(
+                "the deadline ({deadline}) is not after the start ({start})"
+            ));
+        }
+        if deadline <= now {
+            return Err(format!("the deadline ({deadline}) has passed (now {now})"));
+        }
+        self.process_due(cx);
+        if !amount.is_zero() {
+            if let Err(why) = self.feasible(now, (deadline, start.max(now), amount)) {
+                self.refused += 1;
+                return Err(format!("infeasible: {why}"));
+            }
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        let echo = Params::new()
+            .with("id", Value::Int(id as i64))
+            .with("start", Value::Duration(Duration(start.as_nanos())))
+            .with("amount", Value::Duration(amount))
+            .with("deadline", Value::Duration(Duration(deadline.as_nanos())));
+        if amount.is_zero() {
+            self.served += 1;
+            return Ok(echo);
+        }
+        let active = start <= now;
+        self.reservations.insert(
+            id,
+            Reservation {
+                child,
+                start,
+                deadline,
+                amount,
+                remaining: amount,
+                active,
+            },
+        );
+        let c = &mut self.children[child];
+        c.reservations.insert(id);
+        self.events.insert((deadline, Event::Deadline, id));
+        if active {
+            c.active.insert((deadline, id));
+            self.refresh(cx, child);
+            self.preempt_if_needed(cx);
+        } else {
+            self.events.insert((start, Event::Start, id));
+        }
+        self.rearm(cx);
+        Ok(echo)
+    }
+
+    fn cancel(&mut self, cx: &mut Cx, child: ChildId, args: &Params) -> Result<Params, String> {
+        let args = args.resolve(&cancel_params())?;
+        let ids: Vec<u64> = match args.int("id") {
+            ALL_RESERVATIONS => self.children[child].reservations.iter().copied().collect(),
+            id if self.children[child].reservations.contains(&(id as u64)) => vec![id as u64],
+            id => return Err(format!("no reservation {id} of the sender is in force")),
+        };
+        for &id in &ids {
+            self.drop_reservation(id);
+        }
+        self.refresh(cx, child);
+        self.rearm(cx);
+        Ok(Params::new().with("dropped", Value::Int(ids.len() as i64)))
+    }
+}
+
+impl Scheduler for Dbs {
+    fn policy(&self) -> &'static str {
+        "dbs"
+    }
+
+    fn register_vp(&mut self, cx: &mut Cx, child: ChildId, _params: &Params) -> Result<(), Reject> {
+        self.children.insert(
+            child,
+            Child {
+                state: State::Idle,
+                slice_left: self.quantum,
+                active: BTreeSet::new(),
+                reservations: BTreeSet::new(),
+                since: cx.now(),
+            },
+        );
+        Ok(())
+    }
+
+    /// A child leaves; its reservations go with it.
+    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
+        let Some(c) = self.children.get(child) else {
+            return;
+        };
+        let ids: Vec<u64> = c.reservations.iter().copied().collect();
+        if c.state != State::Idle {
+            self.forget_runnable(child);
+            cx.want_cpus(self.runnable);
+        }
+        for id in ids {
+            self.drop_reservation(id);
+        }
+        self.children.remove(child);
+        self.rearm(cx);
+    }
+
+    /// A waking child waits under its earliest active reservation (and may
+    /// preempt) or at the back of the round robin with a fresh slice.
+    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
+        self.process_due(cx);
+        let quantum = self.quantum;
+        let c = &mut self.children[child];
+        if c.state != State::Idle {
+            return;
+        }
+        c.slice_left = quantum;
+        self.enqueue(child, false);
+        self.runnable += 1;
+        cx.want_cpus(self.runnable);
+        if matches!(self.children[child].state, State::Edf(_)) {
+            self.preempt_if_needed(cx);
+        }
+    }
+
+    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
+        if self.children[child].state != State::Idle {
+            self.forget_runnable(child);
+            cx.want_cpus(self.runnable);
+        }
+    }
+
+    /// Earliest active deadline first, until served or the deadline;
+    /// otherwise the head of the round robin for the rest of its slice.
+    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
+        let now = cx.now();
+        if vp.index() >= self.slots.len() {
+            self.slots.resize(vp.index() + 1, None);
+        }
+        self.stop(vp, now);
+        self.process_due(cx);
+        let (child, prio, until) = if let Some((p, child)) = self.edf.pop_first() {
+            let left = self.reservations[&p.1].remaining;
+            (child, p, now.saturating_add(left).min(p.0))
+        } else if let Some((_, child)) = self.rr.pop_first() {
+            let slice = self.children[child].slice_left;
+            (child, LEFTOVER, now.saturating_add(slice))
+        } else {
+            return Dispatch::Release;
+        };
+        let c = &mut self.children[child];
+        c.state = State::Running(vp);
+        c.since = now;
+        self.slots[vp.index()] = Some(Slot {
+            child,
+            prio,
+            until,
+            preempting: false,
+        });
+        self.running.insert((prio, vp));
+        // The child that stopped here may outrank one running elsewhere.
+        self.preempt_if_needed(cx);
+        Dispatch::Run { child, until }
+    }
+
+    /// The parent took a CPU: its child waits again and may outrank a
+    /// child running on another of our CPUs.
+    fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
+        self.stop(vp, cx.now());
+        self.preempt_if_needed(cx);
+    }
+
+    /// Reserved time is taken from the reservation run on (served: it is
+    /// dropped and the child goes on, in place, under its next one or as
+    /// leftover); leftover time from the round-robin slice.
+    fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
+        let Some(c) = self.children.get_mut(child) else {
+            return;
+        };
+        c.since = cx.now();
+        let State::Running(vp) = c.state else {
+            return;
+        };
+        let Some(slot) = self.slots[vp.index()] else {
+            return;
+        };
+        if slot.prio == LEFTOVER {
+            c.slice_left = c.slice_left.saturating_sub(ran);
+            return;
+        }
+        let id = slot.prio.1;
+        let Some(r) = self.reservations.get_mut(&id) else {
+            return;
+        };
+        r.remaining = r.remaining.saturating_sub(ran);
+        if !r.remaining.is_zero() {
+            return;
+        }
+        self.served += 1;
+        self.drop_reservation(id);
+        let want = self.children[child].prio();
+        if !slot.preempting {
+            self.running.remove(&(slot.prio, vp));
+            self.running.insert((want, vp));
+        }
+        if let Some(s) = self.slots[vp.index()].as_mut() {
+            s.prio = want;
+        }
+        self.rearm(cx);
+    }
+
+    fn timer(&mut self, cx: &mut Cx, key: TimerKey) {
+        if key == EVENT_TIMER {
+            self.armed = None;
+        }
+        self.process_due(cx);
+    }
+
+    fn msg(&mut self, cx: &mut Cx, from: Sender, msg: &Msg) -> Reply {
+        let name = msg.name.as_str();
+        if name != "reserve" && name != "cancel" {
+            return Reply::unknown(self.policy(), msg);
+        }
+        let Some(child) = from.child.filter(|&c| self.children.contains(c)) else {
+            return Reply::Err(format!(
+                "dbs: `{name}` is for the sender's own reservations: it must come from a \
+                 child of this scheduler"
+            ));
+        };
+        let result = if name == "reserve" {
+            self.reserve(cx, child, &msg.args)
+        } else {
+            self.cancel(cx, child, &msg.args)
+        };
+        match result {
+            Ok(args) => Reply::Ok(args),
+            Err(e) => Reply::Err(format!("dbs: `{name}` refused: {e}")),
+        }
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        for (&id, r) in &self.reservations {
+            let Some(c) = self.children.get(r.child) else {
+                return Err(format!("reservation {id} belongs to unknown {}", r.child));
+            };
+            let start_event = self.events.contains(&(r.start, Event::Start, id));
+            if !c.reservations.contains(&id)
+                || r.remaining.is_zero()
+                || r.remaining > r.amount
+                || r.start >= r.deadline
+                || !self.events.contains(&(r.deadline, Event::Deadline, id))
+                || r.active == start_event
+                || r.active != c.active.contains(&(r.deadline, id))
+            {
+                return Err(format!(
+                    "reservation {id} {r:?} is inconsistent (start event: {start_event})"
+                ));
+            }
+        }
+        for &(at, event, id) in &self.events {
+            let ok = self.reservations.get(&id).is_some_and(|r| match event {
+                Event::Start => at == r.start && !r.active,
+                Event::Deadline => at == r.deadline,
+            });
+            if !ok {
+                return Err(format!(
+                    "stale event {event:?} at {at} for reservation {id}"
+                ));
+            }
+        }
+        if self.armed != self.events.first().map(|e| e.0) {
+            return Err(format!(
+                "timer armed for {:?}, next event {:?}",
+                self.armed,
+                self.events.first()
+            ));
+        }
+        let (mut waiting, mut runnable) = (0usize, 0u32);
+        for (child, c) in self.children.iter() {
+            let mine = |id: u64| self.reservations.get(&id).filter(|r| r.child == child);
+            if c.reservations.iter().any(|&id| mine(id).is_none())
+                || c.active
+                    .iter()
+                    .any(|&(d, id)| !mine(id).is_some_and(|r| r.active && r.deadline == d))
+            {
+                return Err(format!("{child}'s reservation sets are inconsistent"));
+            }
+            if c.slice_left > self.quantum {
+                return Err(format!("{child} has a slice longer than the quantum"));
+            }
+            let ok = match c.state {
+                State::Idle => true,
+                State::Edf(p) => p == c.prio() && self.edf.contains(&(p, child)),
+                State::Rr(seq) => c.active.is_empty() && self.rr.get(&seq) == Some(&child),
+                State::Running(vp) => {
+                    self.slots
+                        .get(vp.index())
+                        .copied()
+                        .flatten()
+                        .map(|s| s.child)
+                        == Some(child)
+                }
+            };
+            if !ok {
+                return Err(format!(
+                    "{child} in state {:?} is not where it says",
+                    c.state
+                ));
+            }
+            if matches!(c.state, State::Edf(_) | State::Rr(_)) {
+                waiting += 1;
+                if c.slice_left.is_zero() {
+                    return Err(format!("{child} waits with an empty slice"));
+                }
+            }
+            if c.state != State::Idle {
+                runnable += 1;
+            }
+        }
+        let queued_ok =
+            self.edf.iter().all(|&(p, child)| {
+                self.children.get(child).map(|c| c.state) == Some(State::Edf(p))
+            }) && self.rr.iter().all(|(&seq, &child)| {
+                self.children.get(child).map(|c| c.state) == Some(State::Rr(seq))
+            });
+        if !queued_ok || waiting != self.edf.len() + self.rr.len() || runnable != self.runnable {
+            return Err(format!(
+                "queues hold {} + {} / count says {} runnable; states say {waiting} waiting, \
+                 {runnable} runnable",
+                self.edf.len(),
+                self.rr.len(),
+                self.runnable
+            ));
+        }
+        let (mut preempting, mut candidates) = (0, 0);
+        for (v, slot) in self.slots.iter().enumerate() {
+            let Some(slot) = slot else { continue };
+            let vp = ParentVp(v as u32);
+            let Some(c) = self.children.get(slot.child) else {
+                return Err(format!("{vp} runs {}, which is not registered", slot.child));
+            };
+            if c.state != State::Running(vp) {
+                return Err(format!(
+                    "{vp} runs {}, which is not running there",
+                    slot.child
+                ));
+            }
+            if slot.preempting {
+                preempting += 1;
+            } else {
+                candidates += 1;
+                if slot.prio != c.prio() || !self.running.contains(&(slot.prio, vp)) {
+                    return Err(format!(
+                        "{} runs on {vp} under {:?} but should under {:?}",
+                        slot.child,
+                        slot.prio,
+                        c.prio()
+                    ));
+                }
+            }
+        }
+        if preempting != self.preempting || candidates != self.running.len() {
+            return Err(format!(
+                "{} preempting / {} candidates recorded, slots say {preempting} / {candidates}",
+                self.preempting,
+                self.running.len()
+            ));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{strategy, Harness, Parent};
+    use proptest::prelude::*;
+
+    const Q: Duration = DEFAULT_QUANTUM;
+
+    #[test]
+    fn parameters_are_checked() {
+        assert!(Dbs::new(Duration::ZERO).is_err());
+        let Err(e) = crate::build("dbs", &Params::new().with("quantum", Value::Int(0))) else {
+            panic!("a zero quantum was accepted");
+        };
+        assert!(e.contains("quantum"), "{e}");
+        assert_eq!(crate::build("dbs", &Params::new()).unwrap().policy(), "dbs");
+    }
+
+    proptest! {
+        #[test]
+        fn random_protocol_runs_keep_the_rules(
+            vps in 1u32..4,
+            parent in strategy::parent(),
+            steps in proptest::collection::vec(strategy::step(), 1..150),
+        ) {
+            let mut h = Harness::new(Box::new(Dbs::new(Q).unwrap()), vps, parent);
+            for step in steps {
+                h.step(step, &[Params::new()]);
+                if parent != Parent::Manual {
+                    h.assert_work_conserving();
+                }
+            }
+        }
+    }
+}
