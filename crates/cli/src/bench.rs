@@ -8,7 +8,7 @@
 //! before the timed window.
 
 use crate::CliError;
-use hsched_core::{Duration, Instant};
+use hsched_core::{Duration, Instant, Params, Value};
 use hsched_sim::{workloads, SimOptions, Simulation};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant as WallClock;
@@ -28,6 +28,22 @@ fn measure(threads: usize, levels: usize, quanta: u64) -> Result<(f64, f64), Cli
     let wall = started.elapsed().as_nanos() as f64;
     let (d, e) = (sim.decisions() - d0, sim.events() - e0);
     Ok((wall / d.max(1) as f64, e as f64 / (wall / 1e9)))
+}
+
+/// Like `measure`, for CPU-bound threads under one `bvt` (mcu 1ms, C 1ms):
+/// every decision is a countdown expiry that picks the smallest EVT.
+fn measure_bvt(threads: usize, quanta: u64) -> Result<f64, CliError> {
+    let ms = |x| Value::Duration(Duration::from_millis(x));
+    let params = Params::new().with("mcu", ms(1)).with("allowance", ms(1));
+    let horizon = Duration::from_millis(2 * quanta + quanta / 5 + 1);
+    let scn = workloads::flat(threads, 1, "bvt", params, horizon);
+    let mut sim = Simulation::new(&scn, &SimOptions::default(), &[]).map_err(CliError::Failed)?;
+    sim.run_until(Instant::ZERO + Duration::from_millis(quanta / 5));
+    let d0 = sim.decisions();
+    let started = WallClock::now();
+    sim.run_until(Instant::ZERO + Duration::from_millis(quanta / 5 + 2 * quanta));
+    let wall = started.elapsed().as_nanos() as f64;
+    Ok(wall / (sim.decisions() - d0).max(1) as f64)
 }
 
 fn per_decision(
@@ -60,7 +76,7 @@ pub fn command(quick: bool) -> Result<(), CliError> {
     let counts = [10usize, 1_000, 100_000];
     let levels = [1usize, 2, 3, 4];
     // A progress bar on stderr; hidden when stderr is not a terminal.
-    let progress = ProgressBar::new((reps * (1 + counts.len() * levels.len())) as u64);
+    let progress = ProgressBar::new((reps * (3 + counts.len() * levels.len())) as u64);
     progress.set_style(
         ProgressStyle::with_template("{spinner} measuring [{bar:30}] {pos}/{len} runs, {elapsed}")
             .expect("a valid template")
@@ -81,6 +97,16 @@ pub fn command(quick: bool) -> Result<(), CliError> {
         for (j, &l) in levels.iter().enumerate() {
             table[i][j] = per_decision(n, l, quanta, reps, &progress)?;
         }
+    }
+    // BVT's decision cost at 10 and 100,000 runnable threads.
+    let mut bvt = Vec::new();
+    for n in [10usize, 100_000] {
+        let mut costs = Vec::new();
+        for _ in 0..reps {
+            costs.push(measure_bvt(n, quanta)?);
+            progress.inc(1);
+        }
+        bvt.push(median(&mut costs));
     }
     progress.finish_and_clear();
 
@@ -122,6 +148,17 @@ pub fn command(quick: bool) -> Result<(), CliError> {
             .map(|c| format!("{c:.0}"))
             .collect::<Vec<_>>()
             .join(" / ")
+    );
+    println!();
+    println!(
+        "bvt: cost of one decision (countdown expiry, smallest EVT) with CPU-bound threads, ns:"
+    );
+    println!("  {:>10}  {:>9}", "threads", "bvt");
+    println!("  {:>10}  {:>9.0}", 10, bvt[0]);
+    println!("  {:>10}  {:>9.0}", 100_000, bvt[1]);
+    println!(
+        "  growth from 10 to 100,000 threads: {:.2}x (target: at most 3x)",
+        bvt[1] / bvt[0]
     );
     Ok(())
 }

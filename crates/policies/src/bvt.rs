@@ -643,12 +643,12 @@ impl Bvt {
 
     // ----- warp ---------------------------------------------------------------------
 
-    /// Starts a warp episode if `child` wants one and may have it; if it must
-    /// wait out `U`, arms the timer instead.
-    fn try_warp(&mut self, cx: &mut Cx, child: ChildId, now: Instant) {
+    /// Starts a warp episode if `child` wants one and `U` allows it, else
+    /// arms the timer for when it does. Sets fields only: callers re-file.
+    fn begin_warp(&mut self, cx: &mut Cx, child: ChildId, now: Instant) -> bool {
         let c = &mut self.children[child];
-        if !c.want || c.warped || !c.runnable() {
-            return;
+        if !c.want || c.warped {
+            return false;
         }
         if let Some(t) = c.last_unwarp.filter(|_| !c.unwarp.is_zero()) {
             let at = t.saturating_add(c.unwarp);
@@ -656,19 +656,25 @@ impl Bvt {
                 if c.rewarp_at.replace(at) != Some(at) {
                     cx.set_timer(unwarp_key(child), at);
                 }
-                return;
+                return false;
             }
         }
         if c.rewarp_at.take().is_some() {
             cx.cancel_timer(unwarp_key(child));
         }
-        let old = c.evt();
         c.warped = true;
-        let l = c.limit_value();
-        c.warp_left = (!l.is_zero()).then_some(l);
-        let running = matches!(c.state, State::Running(_));
-        self.set_limit_timer(cx, child, now, running);
-        self.evt_changed(cx, child, old, now);
+        c.warp_left = Some(c.limit_value()).filter(|l| !l.is_zero());
+        true
+    }
+
+    /// `begin_warp` for a runnable child, re-filed and timed.
+    fn try_warp(&mut self, cx: &mut Cx, child: ChildId, now: Instant) {
+        let old = self.children[child].evt();
+        if self.children[child].runnable() && self.begin_warp(cx, child, now) {
+            let running = matches!(self.children[child].state, State::Running(_));
+            self.set_limit_timer(cx, child, now, running);
+            self.evt_changed(cx, child, old, now);
+        }
     }
 
     /// Ends `child`'s warp episode, if any (`limit`: it ran out of `L`), and
@@ -846,9 +852,13 @@ impl Bvt {
         if !c.want {
             self.unwarp(cx, child, now, false);
         }
-        self.evt_changed(cx, child, old, now);
         self.cancel_rewarp(cx, child);
-        self.try_warp(cx, child, now);
+        if self.children[child].runnable() {
+            self.begin_warp(cx, child, now);
+        }
+        let running = matches!(self.children[child].state, State::Running(_));
+        self.set_limit_timer(cx, child, now, running); // its budget may have changed
+        self.evt_changed(cx, child, old, now);
         Ok(Params::new())
     }
 
@@ -918,11 +928,11 @@ impl Scheduler for Bvt {
         let c = &mut self.children[child];
         c.involuntary = false;
         c.avt = c.avt.max(svt);
+        self.begin_warp(cx, child, now);
         self.enqueue(child);
         self.svt_file(child, true);
         self.runnable += 1;
         cx.want_cpus(self.runnable);
-        self.try_warp(cx, child, now);
         self.on_better_waiting(cx, child, now);
         self.advertise(cx);
     }

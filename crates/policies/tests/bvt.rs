@@ -547,6 +547,19 @@ fn messages_warp_set_info_and_errors() {
         .arg("warp", Value::Int(7))
         .arg("warp_limit", Value::Str("5ms".into()));
     assert!(send(&mut h, None, false, set_a).is_ok());
+    // ... and may switch its warp on (a runs now: its limit timer is armed).
+    assert_eq!(running(&h), Some(a));
+    let on = Msg::new("set")
+        .arg("child", Value::Int(i64::from(a.0)))
+        .arg("warp_on", Value::Bool(true));
+    assert!(send(&mut h, None, false, on).is_ok());
+    assert_eq!(bvt(&h).is_warped(a), Some(true));
+    assert_eq!(h.timer(u64::from(a.0) << 1), Some(h.now() + ms(5)));
+    let off = Msg::new("set")
+        .arg("child", Value::Int(i64::from(a.0)))
+        .arg("warp_on", Value::Bool(false));
+    assert!(send(&mut h, None, false, off).is_ok());
+    assert_eq!(bvt(&h).is_warped(a), Some(false));
     let info = send(&mut h, Some(a), true, Msg::new("info"));
     let Reply::Ok(p) = info else {
         panic!("{info:?}")
@@ -749,9 +762,34 @@ fn parent() -> impl Strategy<Value = Parent> {
     ]
 }
 
+/// A random protocol step, or a message from a child.
+#[derive(Clone, Debug)]
+enum Act {
+    Step(Step),
+    /// `warp on/off` from the n-th child, as a thread or (direct) as a
+    /// child scheduler forwarding `(W, L)`.
+    Warp(u8, bool, Option<(i64, u64)>),
+    /// `set` of the n-th child: advance, warp limit (µs), warp on.
+    Set(u8, i64, u64, bool),
+}
+
+fn act() -> impl Strategy<Value = Act> {
+    prop_oneof![
+        12 => step().prop_map(Act::Step),
+        2 => (any::<u8>(), any::<bool>(), proptest::option::of((0i64..600, 0u64..3_000)))
+            .prop_map(|(n, on, d)| Act::Warp(n, on, d)),
+        1 => (any::<u8>(), 1i64..5, 0u64..3_000, any::<bool>())
+            .prop_map(|(n, a, l, on)| Act::Set(n, a, l, on)),
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(200))]
 
+    /// Random protocol runs, messages and involuntary blocks: the harness
+    /// rejects every answer the dispatcher would eject for and checks the
+    /// invariants after every callback; a granting parent sees work
+    /// conservation.
     #[test]
     fn random_protocol_runs_keep_the_rules(
         vps in 1u32..4,
@@ -759,7 +797,7 @@ proptest! {
         penalty in prop_oneof![Just(0i64), Just(4i64)],
         mode in prop_oneof![Just(Mode::None), Just(Mode::Threshold), Just(Mode::Direct)],
         involuntary in any::<bool>(),
-        steps in proptest::collection::vec(step(), 1..150),
+        acts in proptest::collection::vec(act(), 1..150),
     ) {
         let cfg = Config {
             migration_penalty: penalty,
@@ -776,12 +814,33 @@ proptest! {
             attach(1, 10, Duration::ZERO, ms(5), true),
             attach(1, 500, ms(1), ms(3), true),
         ];
-        for (i, s) in steps.into_iter().enumerate() {
-            if involuntary && i % 3 == 0 {
-                h.sched_mut().involuntary = true;
+        for (i, a) in acts.into_iter().enumerate() {
+            let kids = h.children();
+            let pick = |n: u8| (!kids.is_empty()).then(|| kids[n as usize % kids.len()]);
+            match a {
+                Act::Step(s) => {
+                    h.sched_mut().involuntary = involuntary && i % 3 == 0;
+                    h.step(s, &params);
+                    h.sched_mut().involuntary = false;
+                }
+                Act::Warp(n, on, direct) => {
+                    let Some(c) = pick(n) else { continue };
+                    let mut msg = warp_msg(on);
+                    if let Some((w, l)) = direct {
+                        msg = msg.arg("warp", Value::Int(w)).arg("limit", Value::Duration(Duration::from_micros(l)));
+                    }
+                    let r = send(&mut h, Some(c), direct.is_none(), msg);
+                    prop_assert!(r.is_ok(), "{:?}", r);
+                }
+                Act::Set(n, adv, l, on) => {
+                    let Some(c) = pick(n) else { continue };
+                    let msg = Msg::new("set")
+                        .arg("advance", Value::Int(adv))
+                        .arg("warp_limit", Value::Duration(Duration::from_micros(l)))
+                        .arg("warp_on", Value::Bool(on));
+                    prop_assert!(send(&mut h, Some(c), true, msg).is_ok());
+                }
             }
-            h.step(s, &params);
-            h.sched_mut().involuntary = false;
             if parent != Parent::Manual {
                 h.assert_work_conserving();
             }
@@ -790,7 +849,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(600))]
+    #![proptest_config(ProptestConfig::with_cases(64))]
 
     /// One CPU, every thread always runnable (CPU-bound), random weights,
     /// mcu and allowance: at every sample time each thread's virtual time is

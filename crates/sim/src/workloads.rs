@@ -16,18 +16,41 @@ pub fn cpu_bound(
     quantum: Duration,
     horizon: Duration,
 ) -> Scenario {
+    let rr = (
+        "rr",
+        Params::new().with("quantum", Value::Duration(quantum)),
+    );
+    chain(threads, levels, cpus, rr, horizon)
+}
+
+/// `threads` CPU-bound threads under one instance of `policy` with `params`
+/// (the root), e.g. to time a policy's decisions.
+pub fn flat(
+    threads: usize,
+    cpus: u32,
+    policy: &str,
+    params: Params,
+    horizon: Duration,
+) -> Scenario {
+    chain(threads, 1, cpus, (policy, params), horizon)
+}
+
+/// A chain of `levels` instances of one policy, threads at the bottom.
+fn chain(
+    threads: usize,
+    levels: usize,
+    cpus: u32,
+    (policy, params): (&str, Params),
+    horizon: Duration,
+) -> Scenario {
     assert!(levels >= 1);
     let mut schedulers = Vec::new();
     for level in 0..levels {
         let name = if level + 1 == levels {
-            "rr".to_string()
+            policy.to_string()
         } else {
-            format!("rr{level}")
+            format!("{policy}{level}")
         };
-        let (policy, params) = (
-            "rr",
-            Params::new().with("quantum", Value::Duration(quantum)),
-        );
         let parents = if level == 0 {
             vec![]
         } else {
@@ -43,10 +66,11 @@ pub fn cpu_bound(
         schedulers.push(SchedulerSpec {
             name,
             policy: policy.to_string(),
-            params,
+            params: params.clone(),
             parents,
         });
     }
+    let leaf = policy.to_string();
     let forever = Program {
         ops: vec![Op::Loop {
             count: None,
@@ -54,7 +78,7 @@ pub fn cpu_bound(
         }],
     };
     Scenario {
-        name: format!("cpu-bound-{threads}x{levels}"),
+        name: format!("cpu-bound-{policy}-{threads}x{levels}"),
         description: String::new(),
         machine: Machine {
             cpus,
@@ -65,11 +89,11 @@ pub fn cpu_bound(
         horizon,
         seed: 1,
         schedulers,
-        default_scheduler: "rr".into(),
+        default_scheduler: leaf.clone(),
         threads: (0..threads)
             .map(|i| ThreadSpec {
                 name: format!("t{i}"),
-                parent: "rr".into(),
+                parent: leaf.clone(),
                 params: Params::new(),
                 arrival: Instant::ZERO,
                 program: forever.clone(),
