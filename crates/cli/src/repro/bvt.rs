@@ -153,6 +153,15 @@ pub fn entries() -> Vec<Entry> {
                 let r = simulate(scenario!("bvt-table4.toml"))?;
                 let mut checks = shares(&r, &[("rt", 0.05), ("int", 0.295), ("cont", 0.655)], 0.01);
                 checks.extend(latencies(&r, 0.005, 5.02, 265.1));
+                let end = horizon(&r);
+                checks.push(Check {
+                    quantity: "deadlines (end of period) rt misses".into(),
+                    paper: 0.0,
+                    measured: r.jobs.iter().filter(|j| j.missed(end)).count() as f64,
+                    tolerance: 0.0,
+                    why: "exact: a hard real-time thread with enough warp is dispatched at each release and runs its 5ms",
+                    bound: Bound::Within,
+                });
                 Ok(checks)
             },
         },
