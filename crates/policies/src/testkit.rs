@@ -21,8 +21,8 @@
 //! sent for segments longer than zero.
 
 use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Params, ParentVp, Reject, Scheduler,
-    TimerKey, VpState,
+    ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Msg, Params, ParentVp, Reject, Reply,
+    Scheduler, Sender, ThreadId, TimerKey, VpState,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
@@ -133,6 +133,7 @@ pub struct Harness<S: Scheduler + ?Sized> {
     cpu_time: Vec<Duration>,
     decisions_this_event: u32,
     checking: bool,
+    blocks_involuntary: bool,
 }
 
 impl<S: Scheduler + ?Sized> Harness<S> {
@@ -172,6 +173,7 @@ impl<S: Scheduler + ?Sized> Harness<S> {
             cpu_time: Vec::new(),
             decisions_this_event: 0,
             checking: true,
+            blocks_involuntary: false,
         };
         h.callback(|s, cx| s.init(cx));
         h.settle();
@@ -347,6 +349,22 @@ impl<S: Scheduler + ?Sized> Harness<S> {
     /// A child stops asking (a thread blocks). If it ran, its segment is
     /// charged, then `vp_release`, then its CPU is re-decided.
     pub fn block(&mut self, child: ChildId) {
+        self.block_as(child, self.blocks_involuntary);
+    }
+
+    /// From now on, every [`Harness::block`] (also the ones random
+    /// [`Step`]s make) is involuntary, or voluntary again.
+    pub fn set_blocks_involuntary(&mut self, on: bool) {
+        self.blocks_involuntary = on;
+    }
+
+    /// Like [`Harness::block`], for an involuntary block (a page fault):
+    /// `Cx::involuntary()` is set in the `vp_release`.
+    pub fn block_involuntary(&mut self, child: ChildId) {
+        self.block_as(child, true);
+    }
+
+    fn block_as(&mut self, child: ChildId, involuntary: bool) {
         assert!(self.is_requesting(child), "block: {child} does not request");
         self.begin_event();
         if let Some(vp) = self.where_runs(child) {
@@ -354,8 +372,32 @@ impl<S: Scheduler + ?Sized> Harness<S> {
             self.dirty[vp.index()] = true;
         }
         self.children[child.index()] = Some(false);
-        self.callback(|s, cx| s.vp_release(cx, child));
+        self.callback(|s, cx| {
+            cx.set_involuntary(involuntary);
+            s.vp_release(cx, child)
+        });
         self.settle();
+    }
+
+    /// A message to the policy, answered at once, its effects applied as the
+    /// dispatcher does. `from`: the sending child (a thread, whose
+    /// `ThreadId` the harness makes equal to the child's index, or a child
+    /// scheduler with `thread: None` — see [`Harness::message_from`]);
+    /// `None`: the operator.
+    pub fn message(&mut self, from: Option<ChildId>, msg: &Msg) -> Reply {
+        let sender = Sender {
+            thread: from.map(|c| ThreadId(c.0)),
+            child: from,
+        };
+        self.message_from(sender, msg)
+    }
+
+    /// A message with an explicit sender.
+    pub fn message_from(&mut self, sender: Sender, msg: &Msg) -> Reply {
+        self.begin_event();
+        let reply = self.callback(|s, cx| s.msg(cx, sender, msg));
+        self.settle();
+        reply
     }
 
     /// The parent grants the CPU on a requesting `vp` (not at the root).

@@ -3,69 +3,13 @@
 //! (fair share within C + 1 mcu, warp does not buy share).
 
 use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Msg, Params, ParentVp, Reject, Reply,
-    Scheduler, Sender, ThreadId, TimerKey, Value,
+    ChildId, Duration, Effect, Instant, Msg, Params, ParentVp, Reply, Sender, ThreadId, Value,
 };
 use hsched_policies::bvt::{Bvt, Config, Mode};
 use hsched_policies::testkit::{Harness, Parent, Step};
 use proptest::prelude::*;
 
-/// `Bvt` with two test entry points the harness lacks: a message delivered
-/// inside a callback (so that its effects are applied), and an involuntary
-/// block. A `register` with the key `__deliver` delivers the inbox and is
-/// refused; everything else is forwarded.
-struct Courier {
-    bvt: Bvt,
-    inbox: Option<(Sender, Msg)>,
-    reply: Option<Reply>,
-    involuntary: bool,
-}
-
-impl Scheduler for Courier {
-    fn policy(&self) -> &'static str {
-        "bvt"
-    }
-    fn register_vp(&mut self, cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
-        if params.get("__deliver").is_some() {
-            let (from, msg) = self.inbox.take().expect("a message to deliver");
-            self.reply = Some(self.bvt.msg(cx, from, &msg));
-            return Err(Reject("delivered".into()));
-        }
-        self.bvt.register_vp(cx, child, params)
-    }
-    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        self.bvt.unregister_vp(cx, child)
-    }
-    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        self.bvt.vp_request(cx, child)
-    }
-    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if std::mem::take(&mut self.involuntary) {
-            cx.set_involuntary(true);
-        }
-        self.bvt.vp_release(cx, child)
-    }
-    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) -> Dispatch {
-        self.bvt.vp_grant(cx, vp, cpu)
-    }
-    fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) {
-        self.bvt.vp_revoke(cx, vp, cpu)
-    }
-    fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
-        self.bvt.charge(cx, child, ran)
-    }
-    fn timer(&mut self, cx: &mut Cx, key: TimerKey) {
-        self.bvt.timer(cx, key)
-    }
-    fn msg(&mut self, cx: &mut Cx, from: Sender, msg: &Msg) -> Reply {
-        self.bvt.msg(cx, from, msg)
-    }
-    fn check_invariants(&self) -> Result<(), String> {
-        self.bvt.check_invariants()
-    }
-}
-
-type H = Harness<Courier>;
+type H = Harness<Bvt>;
 
 fn ms(n: u64) -> Duration {
     Duration::from_millis(n)
@@ -86,13 +30,7 @@ fn config(mcu: Duration, allowance: Duration) -> Config {
 }
 
 fn harness(cfg: Config, vps: u32, parent: Parent) -> H {
-    let courier = Courier {
-        bvt: Bvt::new(cfg),
-        inbox: None,
-        reply: None,
-        involuntary: false,
-    };
-    Harness::new(Box::new(courier), vps, parent)
+    Harness::new(Box::new(Bvt::new(cfg)), vps, parent)
 }
 
 /// Attachment parameters.
@@ -110,7 +48,7 @@ fn plain(advance: i64) -> Params {
 }
 
 fn bvt(h: &H) -> &Bvt {
-    &h.sched().bvt
+    h.sched()
 }
 
 /// A message from `child` (a thread when `thread`, else a child scheduler),
@@ -120,10 +58,7 @@ fn send(h: &mut H, child: Option<ChildId>, thread: bool, msg: Msg) -> Reply {
         thread: child.filter(|_| thread).map(|c| ThreadId(c.0)),
         child,
     };
-    h.sched_mut().inbox = Some((from, msg));
-    let r = h.register(&Params::new().with("__deliver", Value::Bool(true)));
-    assert!(r.is_err());
-    h.sched_mut().reply.take().expect("a reply")
+    h.message_from(from, &msg)
 }
 
 fn warp_msg(on: bool) -> Msg {
@@ -415,8 +350,7 @@ fn involuntary_wake(counts: bool) -> i128 {
     h.advance_to(at(20));
     assert_eq!(running(&h), Some(b));
     h.advance_to(at(25));
-    h.sched_mut().involuntary = true;
-    h.block(b); // a page fault right after being dispatched
+    h.block_involuntary(b); // a page fault right after being dispatched
     h.advance_to(at(125));
     h.wake(b);
     bvt(&h).avt(b).unwrap()
@@ -819,9 +753,9 @@ proptest! {
             let pick = |n: u8| (!kids.is_empty()).then(|| kids[n as usize % kids.len()]);
             match a {
                 Act::Step(s) => {
-                    h.sched_mut().involuntary = involuntary && i % 3 == 0;
+                    h.set_blocks_involuntary(involuntary && i % 3 == 0);
                     h.step(s, &params);
-                    h.sched_mut().involuntary = false;
+                    h.set_blocks_involuntary(false);
                 }
                 Act::Warp(n, on, direct) => {
                     let Some(c) = pick(n) else { continue };

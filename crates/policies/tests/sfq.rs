@@ -2,8 +2,8 @@
 //! `warp` message, driven by the testkit harness.
 
 use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Msg, Params, ParentVp, Reject, Reply,
-    Scheduler, Sender, TimerKey, Value,
+    ChildId, Dispatch, Duration, Effect, Instant, Msg, Params, ParentVp, Reply, Scheduler, Sender,
+    Value,
 };
 use hsched_policies::sfq::Sfq;
 use hsched_policies::testkit::{Harness, Parent};
@@ -11,80 +11,13 @@ use proptest::prelude::*;
 
 const Q: Duration = Duration::from_millis(10);
 
-/// Wraps a policy so that a test can send it messages through the harness
-/// (which has no message event): a queued message is delivered inside the
-/// next `register_vp`, whose effects the harness applies, and that
-/// registration is then refused so no child is added.
-struct Inbox<S> {
-    inner: S,
-    outbox: Vec<(ChildId, Msg)>,
-    replies: Vec<Reply>,
-}
-
-impl<S: Scheduler> Scheduler for Inbox<S> {
-    fn policy(&self) -> &'static str {
-        self.inner.policy()
-    }
-    fn init(&mut self, cx: &mut Cx) {
-        self.inner.init(cx)
-    }
-    fn register_vp(&mut self, cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
-        if self.outbox.is_empty() {
-            return self.inner.register_vp(cx, child, params);
-        }
-        for (from, msg) in std::mem::take(&mut self.outbox) {
-            let sender = Sender {
-                thread: None,
-                child: Some(from),
-            };
-            let reply = self.inner.msg(cx, sender, &msg);
-            self.replies.push(reply);
-        }
-        Err(Reject("a message, not a registration".into()))
-    }
-    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        self.inner.unregister_vp(cx, child)
-    }
-    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        self.inner.vp_request(cx, child)
-    }
-    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        self.inner.vp_release(cx, child)
-    }
-    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) -> Dispatch {
-        self.inner.vp_grant(cx, vp, cpu)
-    }
-    fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) {
-        self.inner.vp_revoke(cx, vp, cpu)
-    }
-    fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
-        self.inner.charge(cx, child, ran)
-    }
-    fn timer(&mut self, cx: &mut Cx, key: TimerKey) {
-        self.inner.timer(cx, key)
-    }
-    fn msg(&mut self, cx: &mut Cx, from: Sender, msg: &Msg) -> Reply {
-        self.inner.msg(cx, from, msg)
-    }
-    fn check_invariants(&self) -> Result<(), String> {
-        self.inner.check_invariants()
-    }
-}
-
-fn harness(vps: u32, parent: Parent) -> Harness<Inbox<Sfq>> {
-    let inbox = Inbox {
-        inner: Sfq::new(Q).unwrap(),
-        outbox: Vec::new(),
-        replies: Vec::new(),
-    };
-    Harness::new(Box::new(inbox), vps, parent)
+fn harness(vps: u32, parent: Parent) -> Harness<Sfq> {
+    Harness::new(Box::new(Sfq::new(Q).unwrap()), vps, parent)
 }
 
 /// `from` sends `msg` now.
-fn send(h: &mut Harness<Inbox<Sfq>>, from: ChildId, msg: Msg) -> Reply {
-    h.sched_mut().outbox.push((from, msg));
-    assert!(h.register(&Params::new()).is_err());
-    h.sched_mut().replies.pop().expect("a reply")
+fn send(h: &mut Harness<Sfq>, from: ChildId, msg: Msg) -> Reply {
+    h.message(Some(from), &msg)
 }
 
 fn weighted(w: i64) -> Params {
@@ -96,7 +29,7 @@ fn ms(n: u64) -> Instant {
 }
 
 /// Every run segment so far, the one in progress included (cut at now).
-fn segments(h: &Harness<Inbox<Sfq>>) -> Vec<(ChildId, Instant, Instant)> {
+fn segments(h: &Harness<Sfq>) -> Vec<(ChildId, Instant, Instant)> {
     let mut all: Vec<_> = h
         .segments()
         .iter()
@@ -141,13 +74,13 @@ fn warp_on_preempts_and_warp_off_gives_the_cpu_back() {
     );
     assert!(h.take_effects().contains(&Effect::Revoke(busy)));
     assert_eq!(h.running_on(ParentVp(0)), Some(x), "immediate dispatch");
-    assert_eq!(h.sched().inner.warp_on(x), Some(true));
+    assert_eq!(h.sched().warp_on(x), Some(true));
     // SFQ does not cut a quantum short: switching the warp off while x
     // runs on a start tag level with busy's leaves x its quantum.
     h.advance_to(ms(8));
     assert!(send(&mut h, x, Msg::new("warp").arg("on", Value::Bool(false))).is_ok());
     assert_eq!(h.running_on(ParentVp(0)), Some(x));
-    assert_eq!(h.sched().inner.warp_on(x), Some(false));
+    assert_eq!(h.sched().warp_on(x), Some(false));
 }
 
 #[test]
