@@ -30,7 +30,7 @@ pub mod rr;
 pub mod sfq;
 pub mod testkit;
 
-static REGISTRY: [PolicyInfo; 8] = [
+static REGISTRY: &[PolicyInfo] = &[
     fifo::INFO,
     rr::INFO,
     fp::INFO,
@@ -43,7 +43,7 @@ static REGISTRY: [PolicyInfo; 8] = [
 
 /// Every registered policy type, in the order `hsched policies` lists them.
 pub fn registry() -> &'static [PolicyInfo] {
-    &REGISTRY
+    REGISTRY
 }
 
 /// The policy type registered under `name`.
