@@ -1,91 +1,27 @@
 //! `dbs` driven by the testkit harness: EDF order, leftover round robin,
-//! window starts and deadlines, `cancel`, and DBS's guarantee.
+//! window starts and deadlines, `cancel`, the overrun tier, and DBS's
+//! guarantee (with `overrun` on and off). The tests written before the
+//! overrun tier run with it off: their schedules are today's, unchanged.
 
-use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Duration, Instant, Msg, Params, ParentVp, Reject, Reply,
-    Scheduler, Sender, TimerKey, Value,
-};
+use hsched_core::{ChildId, Dispatch, Duration, Instant, Msg, Params, ParentVp, Reply, Value};
 use hsched_policies::dbs::Dbs;
 use hsched_policies::testkit::{Harness, Parent};
 use proptest::prelude::*;
 
 const Q: Duration = Duration::from_millis(10);
 
-/// Wraps a policy so that a test can send it messages through the harness
-/// (which has no message event): a queued message is delivered inside the
-/// next `register_vp`, whose effects the harness applies, and that
-/// registration is then refused so no child is added.
-struct Inbox<S> {
-    inner: S,
-    outbox: Vec<(ChildId, Msg)>,
-    replies: Vec<Reply>,
-}
+type H = Harness<Dbs>;
 
-impl<S: Scheduler> Scheduler for Inbox<S> {
-    fn policy(&self) -> &'static str {
-        self.inner.policy()
-    }
-    fn init(&mut self, cx: &mut Cx) {
-        self.inner.init(cx)
-    }
-    fn register_vp(&mut self, cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
-        if self.outbox.is_empty() {
-            return self.inner.register_vp(cx, child, params);
-        }
-        for (from, msg) in std::mem::take(&mut self.outbox) {
-            let sender = Sender {
-                thread: None,
-                child: Some(from),
-            };
-            let reply = self.inner.msg(cx, sender, &msg);
-            self.replies.push(reply);
-        }
-        Err(Reject("a message, not a registration".into()))
-    }
-    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        self.inner.unregister_vp(cx, child)
-    }
-    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        self.inner.vp_request(cx, child)
-    }
-    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        self.inner.vp_release(cx, child)
-    }
-    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) -> Dispatch {
-        self.inner.vp_grant(cx, vp, cpu)
-    }
-    fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) {
-        self.inner.vp_revoke(cx, vp, cpu)
-    }
-    fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
-        self.inner.charge(cx, child, ran)
-    }
-    fn timer(&mut self, cx: &mut Cx, key: TimerKey) {
-        self.inner.timer(cx, key)
-    }
-    fn msg(&mut self, cx: &mut Cx, from: Sender, msg: &Msg) -> Reply {
-        self.inner.msg(cx, from, msg)
-    }
-    fn check_invariants(&self) -> Result<(), String> {
-        self.inner.check_invariants()
-    }
-}
-
-type H = Harness<Inbox<Dbs>>;
-
-fn harness(vps: u32, parent: Parent) -> H {
-    let inbox = Inbox {
-        inner: Dbs::new(Q).unwrap(),
-        outbox: Vec::new(),
-        replies: Vec::new(),
-    };
-    Harness::new(Box::new(inbox), vps, parent)
+fn harness(vps: u32, parent: Parent, overrun: bool) -> H {
+    Harness::new(
+        Box::new(Dbs::new(Q).unwrap().with_overrun(overrun)),
+        vps,
+        parent,
+    )
 }
 
 fn send(h: &mut H, from: ChildId, msg: Msg) -> Reply {
-    h.sched_mut().outbox.push((from, msg));
-    assert!(h.register(&Params::new()).is_err());
-    h.sched_mut().replies.pop().expect("a reply")
+    h.message(Some(from), &msg)
 }
 
 fn ms(n: u64) -> Instant {
@@ -117,8 +53,26 @@ fn runs(h: &H) -> Vec<(Instant, ChildId, Instant)> {
 }
 
 #[test]
+fn parameters_are_checked() {
+    use hsched_policies::{build, dbs::INFO};
+    assert!(Dbs::new(Duration::ZERO).is_err());
+    let Err(e) = build("dbs", &Params::new().with("quantum", Value::Int(0))) else {
+        panic!("a zero quantum was accepted");
+    };
+    assert!(e.contains("quantum"), "{e}");
+    assert_eq!(build("dbs", &Params::new()).unwrap().policy(), "dbs");
+    let Err(e) = build("dbs", &Params::new().with("overrun", Value::Int(0))) else {
+        panic!("an integer `overrun` was accepted");
+    };
+    assert!(e.contains("overrun"), "{e}");
+    assert!(build("dbs", &Params::new().with("overrun", Value::Bool(false))).is_ok());
+    let overrun = (INFO.params)().into_iter().find(|p| p.name == "overrun");
+    assert_eq!(overrun.and_then(|p| p.default), Some(Value::Bool(true)));
+}
+
+#[test]
 fn reservations_run_earliest_deadline_first_then_leftover_round_robin() {
-    let mut h = harness(1, Parent::Root);
+    let mut h = harness(1, Parent::Root, false);
     let c = register(&mut h, 3);
     let (a, b, plain) = (c[0], c[1], c[2]);
     assert!(send(&mut h, a, reserve(ms(0), Duration::from_millis(5), ms(30))).is_ok());
@@ -140,13 +94,13 @@ fn reservations_run_earliest_deadline_first_then_leftover_round_robin() {
         (ms(40), plain, ms(50)),
     ];
     assert_eq!(runs(&h), expect);
-    assert_eq!(h.sched().inner.served(), 2);
+    assert_eq!(h.sched().served(), 2);
     assert_eq!(h.cpu_time(a), Duration::from_millis(15));
 }
 
 #[test]
 fn a_window_start_preempts_leftover_and_a_deadline_ends_the_reservation() {
-    let mut h = harness(1, Parent::Root);
+    let mut h = harness(1, Parent::Root, false);
     let c = register(&mut h, 2);
     let (a, b) = (c[0], c[1]);
     h.wake(b);
@@ -164,13 +118,13 @@ fn a_window_start_preempts_leftover_and_a_deadline_ends_the_reservation() {
     // reservation ends unserved and a goes on as leftover.
     h.advance_to(ms(25));
     h.block(a);
-    assert_eq!(h.sched().inner.remaining(0), Some(Duration::from_millis(5)));
+    assert_eq!(h.sched().remaining(0), Some(Duration::from_millis(5)));
     h.advance_to(ms(37));
     h.wake(a);
     assert_eq!(h.running_on(ParentVp(0)), Some(a));
     assert_eq!(h.horizon(ParentVp(0)), Some(ms(40)));
     h.advance_to(ms(40));
-    let inner = &h.sched().inner;
+    let inner = h.sched();
     assert_eq!(
         (inner.served(), inner.expired(), inner.in_force()),
         (0, 1, 0)
@@ -181,7 +135,7 @@ fn a_window_start_preempts_leftover_and_a_deadline_ends_the_reservation() {
 
 #[test]
 fn cancel_returns_a_running_reserved_child_to_the_round_robin() {
-    let mut h = harness(1, Parent::Root);
+    let mut h = harness(1, Parent::Root, false);
     let c = register(&mut h, 2);
     h.wake(c[0]);
     h.wake(c[1]);
@@ -209,7 +163,7 @@ fn cancel_returns_a_running_reserved_child_to_the_round_robin() {
 
 #[test]
 fn unreserved_children_share_round_robin_and_keep_a_cut_slice() {
-    let mut h = harness(1, Parent::Root);
+    let mut h = harness(1, Parent::Root, false);
     let c = register(&mut h, 3);
     for &x in &c {
         h.wake(x);
@@ -235,7 +189,7 @@ fn unreserved_children_share_round_robin_and_keep_a_cut_slice() {
 
 #[test]
 fn several_cpus_run_the_earliest_deadlines() {
-    let mut h = harness(2, Parent::Root);
+    let mut h = harness(2, Parent::Root, false);
     let c = register(&mut h, 4);
     for &x in &c {
         h.wake(x);
@@ -256,8 +210,123 @@ fn several_cpus_run_the_earliest_deadlines() {
     running.sort();
     assert_eq!(running, vec![c[2], c[3]]);
     h.advance_to(ms(5));
-    assert_eq!(h.sched().inner.served(), 2);
+    assert_eq!(h.sched().served(), 2);
     h.assert_work_conserving();
+}
+
+// ----- the overrun tier ----------------------------------------------------------------
+
+/// Child `a` reserves 5ms of [0, 40] but needs 8ms, next to a batch child,
+/// on one CPU; `a` blocks at `done`, which must be when it has run 8ms.
+fn under_reserved(overrun: bool, done: Instant) -> (H, ChildId, ChildId) {
+    let mut h = harness(1, Parent::Root, overrun);
+    let c = register(&mut h, 2);
+    let (a, batch) = (c[0], c[1]);
+    assert!(send(&mut h, a, reserve(ms(0), Duration::from_millis(5), ms(40))).is_ok());
+    h.wake(batch);
+    h.wake(a);
+    h.advance_to(done);
+    h.block(a);
+    assert_eq!(h.cpu_time(a), Duration::from_millis(8));
+    (h, a, batch)
+}
+
+#[test]
+fn an_under_reserved_child_overruns_before_the_batch_child() {
+    // Served at 5ms, a runs on until its deadline (40ms) unless it blocks:
+    // its 3ms of extra work are done at 8ms; the batch child has had nothing.
+    let (mut h, a, batch) = under_reserved(true, ms(8));
+    assert_eq!(h.cpu_time(batch), Duration::ZERO);
+    let expect = vec![
+        (ms(0), batch, ms(10)),
+        (ms(0), a, ms(5)),
+        (ms(5), a, ms(40)),
+        (ms(8), batch, ms(18)),
+    ];
+    assert_eq!(runs(&h), expect);
+    let inner = h.sched();
+    assert_eq!(
+        (inner.served(), inner.in_force(), inner.overrunning()),
+        (1, 0, 1)
+    );
+    assert_eq!(inner.remaining(0), Some(Duration::ZERO));
+    // Waking again before the deadline, a overruns again at once.
+    h.advance_to(ms(20));
+    h.wake(a);
+    assert_eq!(h.running_on(ParentVp(0)), Some(a));
+    assert_eq!(h.horizon(ParentVp(0)), Some(ms(40)));
+    // At the deadline the reservation ends: a shares the round robin.
+    h.advance_to(ms(40));
+    assert_eq!(h.running_on(ParentVp(0)), Some(batch));
+    let inner = h.sched();
+    assert_eq!(
+        (inner.served(), inner.expired(), inner.overrunning()),
+        (1, 0, 0)
+    );
+    assert_eq!(h.timer(0), None);
+    assert_eq!(h.cpu_time(a), Duration::from_millis(28));
+}
+
+#[test]
+fn without_overrun_a_served_child_takes_turns_with_the_batch_child() {
+    // Served at 5ms, a waits behind the batch child's slice: done at 18ms.
+    let (h, a, batch) = under_reserved(false, ms(18));
+    assert_eq!(h.cpu_time(batch), Duration::from_millis(10));
+    let expect = vec![
+        (ms(0), batch, ms(10)),
+        (ms(0), a, ms(5)),
+        (ms(5), batch, ms(15)),
+        (ms(15), a, ms(25)),
+        (ms(18), batch, ms(28)),
+    ];
+    assert_eq!(runs(&h), expect);
+    let inner = h.sched();
+    assert_eq!(
+        (inner.served(), inner.in_force(), inner.overrunning()),
+        (1, 0, 0)
+    );
+}
+
+#[test]
+fn overruns_run_edf_and_yield_to_every_reserved_amount() {
+    let mut h = harness(1, Parent::Root, true);
+    let c = register(&mut h, 4);
+    let (a, b, r, batch) = (c[0], c[1], c[2], c[3]);
+    let two = Duration::from_millis(2);
+    assert!(send(&mut h, a, reserve(ms(0), two, ms(50))).is_ok());
+    assert!(send(&mut h, b, reserve(ms(0), two, ms(30))).is_ok());
+    assert!(send(&mut h, r, reserve(ms(10), Duration::from_millis(5), ms(20))).is_ok());
+    for x in [batch, a, b, r] {
+        h.wake(x);
+    }
+    h.advance_to(ms(50));
+    // Reserved amounts first (b, a); then the overruns, earliest deadline
+    // first (b), until r's window opens: r's reserved amount preempts b's
+    // overrun; served, r overruns to its deadline (20ms < 30ms); then b's
+    // overrun and a's, each to its deadline; the batch child and r (whose
+    // reservation is over) only then.
+    let expect = vec![
+        (ms(0), batch, ms(10)),
+        (ms(0), a, ms(2)),
+        (ms(0), b, ms(2)),
+        (ms(2), a, ms(4)),
+        (ms(4), b, ms(30)),
+        (ms(10), r, ms(15)),
+        (ms(15), r, ms(20)),
+        (ms(20), b, ms(30)),
+        (ms(30), a, ms(50)),
+        (ms(50), batch, ms(60)),
+    ];
+    assert_eq!(runs(&h), expect);
+    let inner = h.sched();
+    assert_eq!(
+        (
+            inner.served(),
+            inner.expired(),
+            inner.in_force() + inner.overrunning()
+        ),
+        (3, 0, 0)
+    );
 }
 
 // ----- DBS's guarantee ---------------------------------------------------------------
@@ -298,6 +367,7 @@ proptest! {
     /// reservations inside [a, b]. On one or several CPUs.
     #[test]
     fn accepted_reservations_of_runnable_children_are_met(
+        overrun in any::<bool>(),
         vps in 1u32..4,
         parent in prop_oneof![Just(Parent::Root), Just(Parent::Eager)],
         reserved in 1usize..5,
@@ -305,7 +375,7 @@ proptest! {
         steps in proptest::collection::vec(step(), 1..80),
     ) {
         let us = |n: i64| Duration::from_micros(n.unsigned_abs());
-        let mut h = harness(vps, parent);
+        let mut h = harness(vps, parent, overrun);
         let rsv = register(&mut h, reserved);
         let noisy = register(&mut h, noise);
         for &c in &rsv {
@@ -359,7 +429,7 @@ proptest! {
             }
         }
         h.advance_to(last.max(h.now()) + Duration::from_millis(1));
-        let inner = &h.sched().inner;
+        let inner = h.sched();
         prop_assert_eq!(inner.expired(), 0);
         prop_assert_eq!(inner.in_force(), 0);
         prop_assert_eq!(inner.served(), accepted.len() as u64);
@@ -415,7 +485,11 @@ mod admission {
     /// A DBS with `n` idle children on one held CPU, driven callback by
     /// callback (effects are not applied).
     fn solo(n: u32) -> (Dbs, Host) {
-        let mut dbs = Dbs::new(Q).unwrap();
+        solo_with(n, false)
+    }
+
+    fn solo_with(n: u32, overrun: bool) -> (Dbs, Host) {
+        let mut dbs = Dbs::new(Q).unwrap().with_overrun(overrun);
         let mut host = Host::new(1);
         host.vps[0] = VpState::Held(CpuId(0));
         for i in 0..n {
@@ -563,6 +637,38 @@ mod admission {
     }
 
     #[test]
+    fn an_overrunning_reservation_needs_no_room_and_yields_to_a_reserved_one() {
+        let (mut dbs, mut host) = solo_with(2, true);
+        assert!(ask(&mut dbs, &host, 0, &reserve(ms(0), ms(5), ms(10))).is_ok());
+        host.call(&mut dbs, |s, cx| s.vp_request(cx, ChildId(0)));
+        host.call(&mut dbs, |s, cx| s.vp_grant(cx, ParentVp(0), CpuId(0)));
+        host.now = Instant(ms(5).as_nanos());
+        host.call(&mut dbs, |s, cx| s.charge(cx, ChildId(0), ms(5)));
+        dbs.check_invariants().unwrap();
+        assert_eq!((dbs.served(), dbs.in_force(), dbs.overrunning()), (1, 0, 1));
+        // [5ms, 10ms] is free for others: admission counts amounts only.
+        assert!(ask(&mut dbs, &host, 1, &reserve(ms(0), ms(5), ms(10))).is_ok());
+        // Child 1's amount outranks child 0's overrun.
+        host.call(&mut dbs, |s, cx| s.vp_request(cx, ChildId(1)));
+        let (d, _) = host.call(&mut dbs, |s, cx| s.vp_grant(cx, ParentVp(0), CpuId(0)));
+        let until = Instant(ms(10).as_nanos());
+        assert_eq!(
+            d,
+            Dispatch::Run {
+                child: ChildId(1),
+                until
+            }
+        );
+        dbs.check_invariants().unwrap();
+        // `cancel` drops an overrunning reservation as well.
+        assert_eq!(
+            ask(&mut dbs, &host, 0, &Msg::new("cancel")),
+            Reply::Ok(Params::new().with("dropped", Value::Int(1)))
+        );
+        assert_eq!((dbs.in_force(), dbs.overrunning()), (1, 0));
+    }
+
+    #[test]
     fn bad_requests_say_what_is_wrong() {
         let (mut dbs, mut host) = solo(1);
         host.now = Instant(ms(50).as_nanos());
@@ -658,11 +764,12 @@ proptest! {
     /// invariants after every callback.
     #[test]
     fn random_runs_with_reservations_keep_the_rules(
+        overrun in any::<bool>(),
         vps in 1u32..4,
         parent in prop_oneof![Just(Parent::Root), Just(Parent::Manual), Just(Parent::Eager)],
         actions in proptest::collection::vec(action(), 1..150),
     ) {
-        let mut h = harness(vps, parent);
+        let mut h = harness(vps, parent, overrun);
         for a in actions {
             let kids = h.children();
             let pick = |n: u8| (!kids.is_empty()).then(|| kids[n as usize % kids.len()]);

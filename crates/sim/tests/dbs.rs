@@ -1,5 +1,8 @@
 //! `dbs` end to end: threads reserve with `Op::Msg`, admission answers at
-//! once, accepted reservations are met, leftover time is shared.
+//! once, accepted reservations are met, leftover time is shared; with
+//! `overrun` (default) a served thread that goes on runs before the round
+//! robin. The tests written before `overrun` run with it off and on: their
+//! outcomes do not depend on it.
 
 use hsched_core::{Duration, Instant, Msg, Params, ThreadId, Value};
 use hsched_model::{
@@ -51,6 +54,14 @@ fn root(name: &str, policy: &str) -> SchedulerSpec {
         policy: policy.into(),
         params: Params::new(),
         parents: vec![],
+    }
+}
+
+/// A root `dbs` with `overrun` set.
+fn dbs(overrun: bool) -> SchedulerSpec {
+    SchedulerSpec {
+        params: Params::new().with("overrun", Value::Bool(overrun)),
+        ..root("dbs", "dbs")
     }
 }
 
@@ -142,7 +153,13 @@ fn threads_reserve_and_get_their_amounts_or_a_reason() {
         ),
         thread("cont", "dbs", vec![forever()]),
     ];
-    let r = go(&scenario(1, ms(400), vec![root("dbs", "dbs")], threads));
+    for overrun in [false, true] {
+        threads_reserve_in(&scenario(1, ms(400), vec![dbs(overrun)], threads.clone()));
+    }
+}
+
+fn threads_reserve_in(scn: &Scenario) {
+    let r = go(scn);
     let r1 = replies(&r, "r1");
     assert_eq!(r1.len(), 1);
     assert_eq!(r1[0].kind, LogKind::Reply);
@@ -205,11 +222,17 @@ fn misses(r: &RunResult) -> usize {
 
 #[test]
 fn reserved_periodic_jobs_meet_their_deadlines_where_round_robin_does_not() {
-    let r = go(&periodic(true, 5, 1, vec![root("dbs", "dbs")], "dbs"));
+    for overrun in [false, true] {
+        periodic_jobs_with(overrun);
+    }
+}
+
+fn periodic_jobs_with(overrun: bool) {
+    let r = go(&periodic(true, 5, 1, vec![dbs(overrun)], "dbs"));
     assert!(r.jobs.len() >= 39);
     assert_eq!(misses(&r), 0);
     assert!(replies(&r, "rt").iter().all(|e| e.kind == LogKind::Reply));
-    let unreserved = go(&periodic(false, 5, 1, vec![root("dbs", "dbs")], "dbs"));
+    let unreserved = go(&periodic(false, 5, 1, vec![dbs(overrun)], "dbs"));
     assert!(misses(&unreserved) > 10, "{}", misses(&unreserved));
     // The hogs share the rest evenly.
     let hog = |i: usize| {
@@ -226,12 +249,20 @@ fn reserved_periodic_jobs_meet_their_deadlines_where_round_robin_does_not() {
 
 #[test]
 fn dbs_in_the_middle_and_on_several_cpus() {
+    for overrun in [false, true] {
+        in_the_middle_with(overrun);
+    }
+}
+
+fn in_the_middle_with(overrun: bool) {
     let middle = vec![
         root("root", "fp"),
         SchedulerSpec {
             name: "dbs".into(),
             policy: "dbs".into(),
-            params: Params::new().with("quantum", Value::Duration(ms(5))),
+            params: Params::new()
+                .with("quantum", Value::Duration(ms(5)))
+                .with("overrun", Value::Bool(overrun)),
             parents: vec![ParentLink {
                 parent: "root".into(),
                 vps: 2,
@@ -239,7 +270,7 @@ fn dbs_in_the_middle_and_on_several_cpus() {
             }],
         },
     ];
-    for (cpus, scheds) in [(2, middle), (3, vec![root("dbs", "dbs")])] {
+    for (cpus, scheds) in [(2, middle), (3, vec![dbs(overrun)])] {
         let r = go(&periodic(true, 7, cpus, scheds, "dbs"));
         assert_eq!(misses(&r), 0, "{cpus} CPUs");
         for c in &r.cpu_stats {
@@ -278,7 +309,13 @@ fn cancel_and_a_deadline_end_reservations() {
         ),
         thread("cont", "dbs", vec![forever()]),
     ];
-    let r = go(&scenario(1, ms(400), vec![root("dbs", "dbs")], threads));
+    for overrun in [false, true] {
+        cancel_and_deadline_in(&scenario(1, ms(400), vec![dbs(overrun)], threads.clone()));
+    }
+}
+
+fn cancel_and_deadline_in(scn: &Scenario) {
+    let r = go(scn);
     let q = replies(&r, "quitter");
     assert_eq!(q.len(), 2);
     assert!(q[1].text.contains("\"dropped\", Int(1)"), "{}", q[1].text);
@@ -304,6 +341,7 @@ proptest! {
             1..4,
         ),
         cpus in 1u32..3,
+        overrun in any::<bool>(),
     ) {
         let mut threads = Vec::new();
         // (thread, start, amount, deadline) requested, in each thread's order.
@@ -327,7 +365,7 @@ proptest! {
             asked.push(mine);
         }
         threads.push(thread("cont", "dbs", vec![forever()]));
-        let r = go(&scenario(cpus, ms(1_500), vec![root("dbs", "dbs")], threads));
+        let r = go(&scenario(cpus, ms(1_500), vec![dbs(overrun)], threads));
         for (i, mine) in asked.iter().enumerate() {
             let name = format!("r{i}");
             let answers = replies(&r, &name);
@@ -359,11 +397,70 @@ proptest! {
 
 #[test]
 fn with_a_tick_windows_and_horizons_act_at_tick_boundaries() {
-    for tick in [ms(1), Duration::from_micros(700)] {
-        let mut scn = periodic(true, 5, 1, vec![root("dbs", "dbs")], "dbs");
+    for (tick, overrun) in [ms(1), Duration::from_micros(700)]
+        .into_iter()
+        .flat_map(|t| [(t, false), (t, true)])
+    {
+        let mut scn = periodic(true, 5, 1, vec![dbs(overrun)], "dbs");
         scn.machine.tick = Some(tick);
         let r = go(&scn);
-        assert_eq!(misses(&r), 0, "tick {tick}");
+        assert_eq!(misses(&r), 0, "tick {tick}, overrun {overrun}");
         assert!(replies(&r, "rt").iter().all(|e| e.kind == LogKind::Reply));
     }
+}
+
+/// `under` reserves 20ms of [0, 100ms] but needs 30ms, then sleeps; `rt`
+/// reserves each 10ms job of a 50ms period (deadline 40ms, from 3ms);
+/// `cont` is a batch thread.
+fn under_predicted(overrun: bool) -> RunResult {
+    let mut scn = periodic(true, 0, 1, vec![dbs(overrun)], "dbs");
+    scn.horizon = ms(500);
+    let under = vec![
+        reserve(ms(0), ms(20), ms(100)),
+        Op::Run(Dist::Fixed(ms(30))),
+        Op::Sleep(Dist::Fixed(Duration::from_secs(10))),
+    ];
+    scn.threads.insert(0, thread("under", "dbs", under));
+    scn.threads.push(thread("cont", "dbs", vec![forever()]));
+    go(&scn)
+}
+
+#[test]
+fn an_under_predicting_thread_finishes_before_the_batch_thread_runs() {
+    let r = [under_predicted(false), under_predicted(true)];
+    let (under, cont) = (tid(&r[1], "under"), tid(&r[1], "cont"));
+    // With overrun: rt's first job preempts under's reservation (3..13ms,
+    // deadline 43ms), under is served at 30ms and runs its extra 10ms at
+    // once, ahead of cont; rt meets every deadline all the same.
+    assert_eq!(ran(&r[1], under, at(0), at(40)), ms(30));
+    assert_eq!(ran(&r[1], cont, at(0), at(40)), Duration::ZERO);
+    // Without: served at 30ms, under takes turns with cont.
+    assert_eq!(ran(&r[0], under, at(0), at(40)), ms(20));
+    assert_eq!(ran(&r[0], cont, at(0), at(40)), ms(10));
+    for r in &r {
+        assert!(r.jobs.len() >= 9);
+        assert_eq!(misses(r), 0);
+        assert!(replies(r, "rt").iter().all(|e| e.kind == LogKind::Reply));
+        assert_eq!(ran(r, tid(r, "under"), at(0), at(500)), ms(30));
+    }
+}
+
+#[test]
+fn an_overrunning_thread_does_not_delay_another_reservation() {
+    // `hog` reserves 5ms of [0, 200ms] and never stops: it overruns all
+    // of [5ms, 200ms] except what rt's reservations need.
+    let mut scn = periodic(true, 0, 1, vec![dbs(true)], "dbs");
+    scn.horizon = ms(400);
+    let hog = vec![reserve(ms(0), ms(5), ms(200)), forever()];
+    scn.threads.insert(0, thread("hog", "dbs", hog));
+    scn.threads.push(thread("cont", "dbs", vec![forever()]));
+    let r = go(&scn);
+    assert_eq!(misses(&r), 0);
+    let (hog, rt, cont) = (tid(&r, "hog"), tid(&r, "rt"), tid(&r, "cont"));
+    // rt's 10ms of each 50ms period (4 jobs released before 200ms) and the
+    // hog's overrun fill [0, 200ms]: cont waits for the hog's deadline.
+    assert_eq!(ran(&r, rt, at(0), at(200)), ms(40));
+    assert_eq!(ran(&r, hog, at(0), at(200)), ms(160));
+    assert_eq!(ran(&r, cont, at(0), at(200)), Duration::ZERO);
+    assert!(ran(&r, cont, at(200), at(400)) >= ms(80));
 }

@@ -553,17 +553,28 @@ fn deadlines() -> Result<Vec<Check>, String> {
             }
             .at_least(),
         );
+        let crossover = crossover.unwrap_or(f64::INFINITY);
         checks.push(
             Check {
                 quantity: format!("f={ff:.2} ({label}): error (of the mean need) where BVT overtakes DBS"),
                 paper: 0.15,
-                measured: crossover.unwrap_or(f64::INFINITY),
+                measured: crossover,
                 tolerance: 0.0,
-                why: "the paper's crossover lies at 7-15% error; BVT must be ahead by 15% (a bound; measured in 1ms steps = 1.1%)",
+                why: "\"unless ... the CPU predictions are within 15%, using BVT is better than using DBS\" (a bound; measured in 1ms steps = 1.1%)",
                 bound: Bound::Within,
             }
             .at_most(),
         );
+        if f == 660 {
+            checks.push(Check {
+                quantity: "f=0.66 (high): that crossover against the paper's".into(),
+                paper: 0.074,
+                measured: crossover,
+                tolerance: 0.03,
+                why: "\"BVT performs as well as DBS under high contention with CPU predictions in error by less than 7.4%\"; 3 points: the 1ms sweep step (1.1%) plus the error model (the paper does not define its %err exactly)",
+                bound: Bound::Within,
+            });
+        }
     }
     Ok(checks)
 }
