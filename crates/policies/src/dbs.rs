@@ -83,9 +83,10 @@
 //! spare (no slack stealing). Decisions, wake-ups and timers cost O(log n) (plus O(vps) when a
 //! preemption is considered).
 
+use crate::preempt;
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value, VpState,
+    ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -529,27 +530,17 @@ impl Dbs {
         if best >= worst {
             return;
         }
-        let idle_held = (0..cx.vp_count())
-            .map(ParentVp)
-            .filter(|&vp| {
-                matches!(cx.vp_state(vp), VpState::Held(_))
-                    && self.slots.get(vp.index()).copied().flatten().is_none()
-            })
-            .count();
-        let mut absorbed = idle_held + self.preempting;
-        let mut victims = Vec::new();
-        let mut worst_first = self.running.iter().rev();
-        for &(p, _) in &self.edf {
-            if absorbed > 0 {
-                absorbed -= 1;
-                continue;
-            }
-            match worst_first.next() {
-                Some(&(running, vp)) if p < running => victims.push(vp),
-                _ => break,
-            }
-        }
-        for vp in victims {
+        let spare = preempt::idle_held(cx, |vp| {
+            self.slots.get(vp.index()).copied().flatten().is_some()
+        }) + self.preempting;
+        let waiting = self.edf.iter().map(|&(p, _)| p);
+        let victims = preempt::victims(
+            waiting,
+            self.running.iter().rev().copied(),
+            spare,
+            |w, r| w < r,
+        );
+        for (_, vp) in victims {
             self.revoke_slot(cx, vp);
         }
     }

@@ -36,9 +36,10 @@
 //! (a `BTreeMap`); when a preemption must be considered it also scans the
 //! VPs, O(vps).
 
+use crate::preempt;
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Scheduler, Value, VpState,
+    ParentVp, PolicyInfo, Reject, Scheduler, Value,
 };
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet};
@@ -239,28 +240,11 @@ impl FixedPriority {
         if best <= worst {
             return; // the common case, in O(log n)
         }
-        let idle_held = (0..cx.vp_count())
-            .map(ParentVp)
-            .filter(|&vp| {
-                matches!(cx.vp_state(vp), VpState::Held(_))
-                    && self.slots.get(vp.index()).copied().flatten().is_none()
-            })
-            .count();
-        let mut absorbed = idle_held + self.preempting;
-        let mut victims = Vec::new();
-        let mut worst_first = self.running.iter();
-        for &(Reverse(prio), _) in self.queue.keys() {
-            if absorbed > 0 {
-                absorbed -= 1;
-                continue;
-            }
-            match worst_first.next() {
-                Some(&(running_prio, vp)) if prio > running_prio => {
-                    victims.push((running_prio, vp))
-                }
-                _ => break,
-            }
-        }
+        let spare = preempt::idle_held(cx, |vp| {
+            self.slots.get(vp.index()).copied().flatten().is_some()
+        }) + self.preempting;
+        let waiting = self.queue.keys().map(|&(Reverse(prio), _)| prio);
+        let victims = preempt::victims(waiting, self.running.iter().copied(), spare, |w, r| w > r);
         for (prio, vp) in victims {
             self.running.remove(&(prio, vp));
             let slot = self.slots[vp.index()]
@@ -461,7 +445,7 @@ impl Scheduler for FixedPriority {
 mod tests {
     use super::*;
     use crate::testkit::{strategy, Harness, Parent};
-    use hsched_core::Effect;
+    use hsched_core::{Effect, VpState};
     use proptest::prelude::*;
 
     fn harness(vps: u32, parent: Parent, quantum: Option<Duration>) -> Harness<FixedPriority> {

@@ -26,6 +26,7 @@ pub mod fifo;
 pub mod fp;
 pub mod join;
 pub mod limit;
+pub mod preempt;
 pub mod rr;
 pub mod sfq;
 pub mod testkit;

@@ -68,9 +68,10 @@
 //! Cost: O(log n) per decision, wake-up, release and charge; a preemption
 //! also scans the VPs, O(vps).
 
+use crate::preempt;
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Msg, ParamKind, ParamSpec, Params, ParentVp,
-    PolicyInfo, Reject, Reply, Scheduler, Sender, Value, VpState,
+    PolicyInfo, Reject, Reply, Scheduler, Sender, Value,
 };
 use std::collections::BTreeSet;
 
@@ -347,26 +348,16 @@ impl Sfq {
         if best >= worst {
             return;
         }
-        let idle_held = (0..cx.vp_count())
-            .map(ParentVp)
-            .filter(|&vp| {
-                matches!(cx.vp_state(vp), VpState::Held(_))
-                    && self.slots.get(vp.index()).copied().flatten().is_none()
-            })
-            .count();
-        let mut absorbed = idle_held + self.preempting;
-        let mut victims = Vec::new();
-        let mut worst_first = self.running.iter().rev();
-        for &(eff, _, _) in &self.ready {
-            if absorbed > 0 {
-                absorbed -= 1;
-                continue;
-            }
-            match worst_first.next() {
-                Some(&(running_eff, vp)) if eff < running_eff => victims.push((running_eff, vp)),
-                _ => break,
-            }
-        }
+        let spare = preempt::idle_held(cx, |vp| {
+            self.slots.get(vp.index()).copied().flatten().is_some()
+        }) + self.preempting;
+        let waiting = self.ready.iter().map(|&(eff, _, _)| eff);
+        let victims = preempt::victims(
+            waiting,
+            self.running.iter().rev().copied(),
+            spare,
+            |w, r| w < r,
+        );
         for (eff, vp) in victims {
             self.running.remove(&(eff, vp));
             let slot = self.slots[vp.index()]
