@@ -59,14 +59,22 @@ impl Check {
     }
 
     fn tolerance_text(&self) -> String {
+        let t = compact(self.tolerance);
         match self.bound {
-            Bound::Within => format!("±{}", self.tolerance),
+            Bound::Within => format!("±{t}"),
             Bound::AtMost if self.tolerance == 0.0 => "at most".into(),
-            Bound::AtMost => format!("≤ +{}", self.tolerance),
+            Bound::AtMost => format!("≤ +{t}"),
             Bound::AtLeast if self.tolerance == 0.0 => "at least".into(),
-            Bound::AtLeast => format!("≥ -{}", self.tolerance),
+            Bound::AtLeast => format!("≥ -{t}"),
         }
     }
+}
+
+/// A number with at most four decimals, trailing zeros dropped.
+fn compact(x: f64) -> String {
+    let s = format!("{x:.4}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    s.to_string()
 }
 
 /// One reproduction.
