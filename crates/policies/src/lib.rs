@@ -15,6 +15,8 @@
 //! - [`sfq`]: start-time fair queuing with weights and a BVT-style warp.
 //! - [`dbs`]: the BVT paper's deadline-based reservations (EDF + round robin).
 //! - [`bvt`]: borrowed virtual time (weighted fair share, warp for latency).
+//! - [`rialto`]: building blocks of the Rialto policy (the precomputed
+//!   scheduling graph so far; not registered yet).
 //!
 //! [`testkit`] drives a policy directly, without the dispatcher, for tests.
 
@@ -27,6 +29,7 @@ pub mod fp;
 pub mod join;
 pub mod limit;
 pub mod preempt;
+pub mod rialto;
 pub mod rr;
 pub mod sfq;
 pub mod testkit;
