@@ -3,7 +3,7 @@
 //! **Source.** Regehr & Stankovic, "HLS: A Framework for Composing Soft
 //! Real-Time Schedulers", §4 and §5.1 ("Limit"): "Limit schedulers can be
 //! used to convert a soft guarantee into a hard one. A limit scheduler ...
-//! keep[s] track of the amount of CPU time that it has allocated to its
+//! keep(s) track of the amount of CPU time that it has allocated to its
 //! (single) child virtual processor during each period. However, when its
 //! child is about to receive more than the guaranteed amount, it releases
 //! the processor and does not request it again until the start of the next
