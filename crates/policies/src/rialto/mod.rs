@@ -7,13 +7,19 @@
 //! - [`graph`]: the precomputed scheduling graph for CPU reservations (§3.1,
 //!   §4.1, §4.8): construction, incremental change, and the per-base-period
 //!   walk the dispatcher follows.
-//! - interval assignment (§3.2): reserving future graph intervals for time
-//!   constraints (not yet written).
-//! - constraints (§3.3, §4.2–§4.5): EDF execution of feasible constraints,
-//!   inheritance, criticality, nesting (not yet written).
+//! - [`constraints`]: time interval assignment for time constraints (§3.2)
+//!   and their bookkeeping: feasibility, criticality (§4.3), nesting (§4.4),
+//!   the EDF view of assigned time (§3.3).
+//! - EDF execution of accepted constraints in assigned time (§3.3, §4.5)
+//!   (not yet written).
+//! - [`inherit`]: constraint inheritance across mutexes and RPCs (§4.2,
+//!   §4.6): blocked-on chains with path compression, FIFO hand-off,
+//!   deadlock refusal, the RPC server's activity.
 //! - next-thread selection (§3.4, §3.5, §4.6): round robin within an
 //!   activity and the timeshared remainder (not yet written).
 //!
 //! Nothing here is registered as a policy yet.
 
+pub mod constraints;
 pub mod graph;
+pub mod inherit;
