@@ -1,0 +1,862 @@
+//! The simulated machine: CPUs, threads running their workload programs,
+//! mutexes, the event queue, and the accounting that becomes a `RunResult`.
+//! It is the `Platform` the dispatcher drives.
+
+use crate::program::{
+    compile, draw, draw_randres, Cursor, Instr, PeriodicState, RandresJob, RandresPhase,
+    RandresState,
+};
+use crate::{links, load};
+use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
+use hsched_dispatch::{Dispatcher, Platform};
+use hsched_model::{
+    Action, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult, Scenario, Segment,
+    SegmentKind, Target, ThreadResult, Trace,
+};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+use std::rc::Rc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Ev {
+    /// Thread spec `i` arrives.
+    Arrive(usize),
+    /// A sleeping (or release-waiting) thread wakes, if `gen` is current.
+    Wake(ThreadId, u64),
+    /// Script step `i`.
+    Script(usize),
+    /// A `randres` job's deadline: abandon it if unfinished, if `gen` is current.
+    Abort(ThreadId, u64),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Outcome {
+    NeedsCpu,
+    Blocked,
+    /// Blocked involuntarily (a page fault).
+    Faulted,
+    Exit,
+}
+
+struct SimCpu {
+    thread: Option<ThreadId>,
+    seg_start: Instant,
+    switch_end: Instant,
+    last: Option<ThreadId>,
+    busy: Duration,
+    overhead: Duration,
+    idle: Duration,
+    last_segment: Option<usize>,
+    /// When the running thread's current `run` ends, and its sequence number.
+    completion: Option<(Instant, u64)>,
+}
+
+struct SimThread {
+    code: Rc<[Instr]>,
+    cursor: Cursor,
+    rng: ChaCha8Rng,
+    /// CPU time left in the current `run`.
+    remaining: Duration,
+    /// What the dispatcher was told: runnable or not.
+    runnable: bool,
+    exited: bool,
+    /// Bumped whenever a pending `Wake` becomes stale.
+    wake_gen: u64,
+    /// Bumped whenever a pending `Abort` becomes stale.
+    abort_gen: u64,
+    cpu: Option<CpuId>,
+    last_cpu: Option<CpuId>,
+    woke_at: Option<Instant>,
+    waiting_since: Option<Instant>,
+    stats: ThreadResult,
+}
+
+struct MutexState {
+    owner: Option<ThreadId>,
+    waiters: VecDeque<ThreadId>,
+}
+
+pub(crate) struct World {
+    seed: u64,
+    cs: Duration,
+    cpus: Vec<SimCpu>,
+    threads: Vec<SimThread>,
+    pub(crate) events: BinaryHeap<Reverse<(Instant, u64, Ev)>>,
+    seq: u64,
+    mutex_names: Vec<String>,
+    mutexes: Vec<MutexState>,
+    /// Threads handed a mutex, to be resumed once the current step is done.
+    handed_over: Vec<ThreadId>,
+    jobs: Vec<JobRecord>,
+    log: Vec<LogEntry>,
+    trace: Option<Trace>,
+}
+
+impl World {
+    pub(crate) fn new(scn: &Scenario, seed: u64, trace: bool) -> Self {
+        World {
+            seed,
+            cs: scn.machine.context_switch,
+            cpus: (0..scn.machine.cpus)
+                .map(|_| SimCpu {
+                    thread: None,
+                    seg_start: Instant::ZERO,
+                    switch_end: Instant::ZERO,
+                    last: None,
+                    busy: Duration::ZERO,
+                    overhead: Duration::ZERO,
+                    idle: Duration::ZERO,
+                    last_segment: None,
+                    completion: None,
+                })
+                .collect(),
+            threads: Vec::new(),
+            events: BinaryHeap::new(),
+            seq: 0,
+            mutex_names: Vec::new(),
+            mutexes: Vec::new(),
+            handed_over: Vec::new(),
+            jobs: Vec::new(),
+            log: Vec::new(),
+            trace: trace.then(Trace::default),
+        }
+    }
+
+    pub(crate) fn push(&mut self, at: Instant, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((at, self.seq, ev)));
+    }
+
+    fn record(&mut self, at: Instant, kind: LogKind, text: String) {
+        self.log.push(LogEntry { at, kind, text });
+    }
+
+    fn mark(&mut self, at: Instant, thread: Option<ThreadId>, kind: MarkKind) {
+        if let Some(trace) = &mut self.trace {
+            trace.marks.push(Mark { at, thread, kind });
+        }
+    }
+
+    pub(crate) fn handle(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, ev: Ev) {
+        match ev {
+            Ev::Arrive(i) => self.arrive(disp, scn, now, i),
+            Ev::Wake(t, gen) => {
+                if self.threads[t.index()].wake_gen == gen {
+                    self.resume(disp, now, t);
+                }
+            }
+            Ev::Script(i) => self.script(disp, scn, now, i),
+            Ev::Abort(t, gen) => {
+                if self.threads[t.index()].abort_gen == gen {
+                    self.abort(disp, now, t);
+                }
+            }
+        }
+    }
+
+    /// A `randres` job's deadline has come: if it has not received its
+    /// need, it is abandoned (its record keeps `finish: None`, a miss) and
+    /// the thread goes on to its next deadline, blocking if that is later.
+    fn abort(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId) {
+        let th = &self.threads[t.index()];
+        let Some(RandresState {
+            phase: RandresPhase::Running { job, .. },
+            ..
+        }) = th.cursor.randres
+        else {
+            return;
+        };
+        if let Some(cpu) = th.cpu {
+            // Account its progress up to now: it may have finished just now.
+            self.flush(cpu, now);
+            self.cpus[cpu.index()].completion = None;
+        }
+        let th = &mut self.threads[t.index()];
+        if !th.remaining.is_zero() {
+            th.remaining = Duration::ZERO;
+            if let Some(st) = &mut th.cursor.randres {
+                st.phase = RandresPhase::Missed {
+                    deadline: job.deadline,
+                };
+            }
+        }
+        // Finished (completion at the deadline) or abandoned: the program
+        // takes it from here.
+        self.resume(disp, now, t);
+    }
+
+    /// Sends `randres`'s reservation request for `job` to `t`'s scheduler;
+    /// whether it was accepted.
+    fn reserve(
+        &mut self,
+        disp: &mut Dispatcher,
+        now: Instant,
+        t: ThreadId,
+        job: &RandresJob,
+    ) -> bool {
+        let since_zero = |i: Instant| Value::Duration(i.saturating_since(Instant::ZERO));
+        let msg = Msg::new("reserve")
+            .arg("start", since_zero(job.start))
+            .arg("amount", Value::Duration(job.request))
+            .arg("deadline", since_zero(job.deadline));
+        let name = disp.thread_name(t).to_string();
+        let Some(s) = disp.thread_sched(t) else {
+            self.record(
+                now,
+                LogKind::Refused,
+                format!("`{name}`: {msg}: no scheduler"),
+            );
+            return false;
+        };
+        let reply = disp.message(self, now, Some(t), s, &msg);
+        let ok = reply.is_ok();
+        let kind = if ok { LogKind::Reply } else { LogKind::Refused };
+        let sname = disp.sched_name(s).to_string();
+        self.record(now, kind, format!("`{name}` -> `{sname}` {msg}: {reply:?}"));
+        ok
+    }
+
+    fn arrive(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, i: usize) {
+        let spec = &scn.threads[i];
+        let Some(parent) = disp.sched_by_name(&spec.parent).or(disp.default_sched()) else {
+            self.record(
+                now,
+                LogKind::Refused,
+                format!("thread `{}`: no scheduler to join", spec.name),
+            );
+            return;
+        };
+        let (t, _) = disp.add_thread(&spec.name, parent, &spec.params);
+        debug_assert_eq!(t.index(), self.threads.len());
+        let mut intern = |name: &str| match self.mutex_names.iter().position(|n| n == name) {
+            Some(i) => i,
+            None => {
+                self.mutex_names.push(name.to_string());
+                self.mutexes.push(MutexState {
+                    owner: None,
+                    waiters: VecDeque::new(),
+                });
+                self.mutex_names.len() - 1
+            }
+        };
+        let code: Rc<[Instr]> = compile(&spec.program.ops, &mut intern).into();
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+        rng.set_stream(i as u64 + 1);
+        self.threads.push(SimThread {
+            code,
+            cursor: Cursor::default(),
+            rng,
+            remaining: Duration::ZERO,
+            runnable: false,
+            exited: false,
+            wake_gen: 0,
+            abort_gen: 0,
+            cpu: None,
+            last_cpu: None,
+            woke_at: None,
+            waiting_since: None,
+            stats: ThreadResult {
+                id: t,
+                name: spec.name.clone(),
+                arrival: now,
+                ..Default::default()
+            },
+        });
+        self.resume(disp, now, t);
+    }
+
+    fn script(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, i: usize) {
+        let action = &scn.script[i].action;
+        let result: Result<String, String> = match action {
+            Action::Load(spec) => load(disp, self, now, spec)
+                .map(|_| format!("loaded `{}` ({})", spec.name, spec.policy)),
+            Action::Unload(name) => match disp.sched_by_name(name) {
+                Some(s) => disp
+                    .destroy(self, now, s)
+                    .map(|_| format!("unloaded `{name}`")),
+                None => Err(format!("unload: no scheduler `{name}`")),
+            },
+            Action::Detach(name) => match disp.sched_by_name(name) {
+                Some(s) => disp
+                    .detach(self, now, s)
+                    .map(|_| format!("detached `{name}`")),
+                None => Err(format!("detach: no scheduler `{name}`")),
+            },
+            Action::Attach { scheduler, parents } => {
+                match (disp.sched_by_name(scheduler), links(disp, parents)) {
+                    (Some(s), Ok(l)) => disp
+                        .attach(self, now, s, &l)
+                        .map(|_| format!("attached `{scheduler}`")),
+                    (None, _) => Err(format!("attach: no scheduler `{scheduler}`")),
+                    (_, Err(e)) => Err(format!("attach `{scheduler}`: {e}")),
+                }
+            }
+            Action::Move { thread, to, params } => {
+                let t = (0..self.threads.len())
+                    .find(|&t| disp.thread_name(ThreadId(t as u32)) == thread);
+                match (t, disp.sched_by_name(to)) {
+                    (Some(t), Some(s)) => disp
+                        .move_thread(self, now, ThreadId(t as u32), s, params)
+                        .map(|_| format!("moved `{thread}` to `{to}`")),
+                    (None, _) => Err(format!("move: thread `{thread}` has not arrived")),
+                    (_, None) => Err(format!("move: no scheduler `{to}`")),
+                }
+            }
+            Action::Msg { to, msg } => match disp.sched_by_name(to) {
+                Some(s) => match disp.message(self, now, None, s, msg) {
+                    hsched_core::Reply::Ok(p) => Ok(format!("`{to}` accepted {msg}: {p}")),
+                    hsched_core::Reply::Err(e) => Err(format!("`{to}` refused {msg}: {e}")),
+                },
+                None => Err(format!("msg: no scheduler `{to}`")),
+            },
+        };
+        match result {
+            Ok(text) => self.record(now, LogKind::Script, text),
+            Err(text) => self.record(now, LogKind::Refused, text),
+        }
+    }
+
+    /// Runs thread `t`'s program from where it is, at `now`, until it needs
+    /// the CPU, blocks or ends; then tells the dispatcher what changed.
+    fn resume(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId) {
+        let mut yielded = false;
+        let outcome = self.step(disp, now, t, &mut yielded);
+        let th = &mut self.threads[t.index()];
+        match outcome {
+            Outcome::NeedsCpu => {
+                if !th.runnable {
+                    th.runnable = true;
+                    th.woke_at = Some(now);
+                    th.waiting_since = Some(now);
+                    self.mark(now, Some(t), MarkKind::Wakeup);
+                    disp.thread_ready(self, now, t);
+                } else if yielded {
+                    disp.thread_block(self, now, t);
+                    disp.thread_ready(self, now, t);
+                }
+                self.arm_completion(t);
+            }
+            Outcome::Blocked | Outcome::Faulted => {
+                if th.runnable {
+                    th.runnable = false;
+                    th.waiting_since = None;
+                    if outcome == Outcome::Faulted {
+                        disp.thread_fault(self, now, t);
+                    } else {
+                        disp.thread_block(self, now, t);
+                    }
+                }
+            }
+            Outcome::Exit => {
+                // Where it ended up, for the report (it leaves its scheduler now).
+                if let Some(s) = disp.thread_sched(t) {
+                    th.stats.scheduler = disp.sched_name(s).to_string();
+                }
+                th.exited = true;
+                th.runnable = false;
+                th.stats.exit = Some(now);
+                th.wake_gen += 1;
+                disp.thread_exit(self, now, t);
+            }
+        }
+        while let Some(w) = self.handed_over.pop() {
+            self.resume(disp, now, w);
+        }
+    }
+
+    /// Executes instructions that take no CPU time.
+    fn step(
+        &mut self,
+        disp: &mut Dispatcher,
+        now: Instant,
+        t: ThreadId,
+        yielded: &mut bool,
+    ) -> Outcome {
+        loop {
+            let th = &mut self.threads[t.index()];
+            if !th.remaining.is_zero() {
+                return Outcome::NeedsCpu;
+            }
+            let code = th.code.clone();
+            let Some(instr) = code.get(th.cursor.pc) else {
+                return Outcome::Exit;
+            };
+            match instr {
+                Instr::Run(d) => {
+                    th.remaining = draw(d, &mut th.rng);
+                    th.cursor.pc += 1;
+                }
+                Instr::Sleep(d) => {
+                    th.cursor.pc += 1;
+                    let d = draw(d, &mut th.rng);
+                    if !d.is_zero() {
+                        th.wake_gen += 1;
+                        let gen = th.wake_gen;
+                        self.push(now.saturating_add(d), Ev::Wake(t, gen));
+                        return Outcome::Blocked;
+                    }
+                }
+                Instr::Fault(d) => {
+                    th.cursor.pc += 1;
+                    let d = draw(d, &mut th.rng);
+                    if !d.is_zero() {
+                        th.wake_gen += 1;
+                        let gen = th.wake_gen;
+                        self.push(now.saturating_add(d), Ev::Wake(t, gen));
+                        return Outcome::Faulted;
+                    }
+                }
+                Instr::Randres(spec) => {
+                    if th.cursor.randres.is_none() {
+                        let err_seed: u64 = th.rng.gen();
+                        th.cursor.randres = Some(RandresState {
+                            prev: now,
+                            done: 0,
+                            err_rng: ChaCha8Rng::seed_from_u64(err_seed),
+                            phase: RandresPhase::Next,
+                        });
+                    }
+                    let st = th.cursor.randres.as_mut().expect("randres state");
+                    match st.phase {
+                        RandresPhase::Next => {
+                            if spec.count.is_some_and(|c| st.done >= c) {
+                                th.cursor.randres = None;
+                                th.cursor.pc += 1;
+                                continue;
+                            }
+                            let job = draw_randres(spec, st.prev, &mut th.rng, &mut st.err_rng);
+                            st.phase = RandresPhase::Await(job);
+                        }
+                        RandresPhase::Await(job) => {
+                            if now < job.start {
+                                th.wake_gen += 1;
+                                let gen = th.wake_gen;
+                                self.push(job.start, Ev::Wake(t, gen));
+                                return Outcome::Blocked;
+                            }
+                            let n = st.done;
+                            let record = self.jobs.len();
+                            self.jobs.push(JobRecord {
+                                thread: t,
+                                job: n,
+                                release: job.start,
+                                start: None,
+                                finish: None,
+                                deadline: job.deadline,
+                            });
+                            self.mark(job.start, Some(t), MarkKind::Release { job: n });
+                            let granted = !spec.reserve || self.reserve(disp, now, t, &job);
+                            let th = &mut self.threads[t.index()];
+                            let st = th.cursor.randres.as_mut().expect("randres state");
+                            if granted {
+                                st.phase = RandresPhase::Running { job, record };
+                                th.remaining = job.need;
+                                th.abort_gen += 1;
+                                let gen = th.abort_gen;
+                                // A job that follows its predecessor on the CPU starts now.
+                                if th.cpu.is_some() {
+                                    self.jobs[record].start = Some(now);
+                                }
+                                self.push(job.deadline, Ev::Abort(t, gen));
+                            } else {
+                                // Refused: missed, and no running until the next one.
+                                st.phase = RandresPhase::Missed {
+                                    deadline: job.deadline,
+                                };
+                            }
+                        }
+                        RandresPhase::Running { job, record } => {
+                            // Its need is met (`remaining` is zero).
+                            st.prev = job.deadline;
+                            st.done += 1;
+                            st.phase = RandresPhase::Next;
+                            th.abort_gen += 1;
+                            self.jobs[record].finish = Some(now);
+                        }
+                        RandresPhase::Missed { deadline } => {
+                            if now < deadline {
+                                th.wake_gen += 1;
+                                let gen = th.wake_gen;
+                                self.push(deadline, Ev::Wake(t, gen));
+                                return Outcome::Blocked;
+                            }
+                            st.prev = deadline;
+                            st.done += 1;
+                            st.phase = RandresPhase::Next;
+                        }
+                    }
+                }
+                Instr::Lock(m) => {
+                    let mutex = &mut self.mutexes[*m];
+                    match mutex.owner {
+                        None => {
+                            mutex.owner = Some(t);
+                            th.cursor.pc += 1;
+                        }
+                        Some(o) if o == t => th.cursor.pc += 1,
+                        Some(_) => {
+                            mutex.waiters.push_back(t);
+                            return Outcome::Blocked;
+                        }
+                    }
+                }
+                Instr::Unlock(m) => {
+                    th.cursor.pc += 1;
+                    let mutex = &mut self.mutexes[*m];
+                    if mutex.owner == Some(t) {
+                        mutex.owner = mutex.waiters.pop_front();
+                        if let Some(w) = mutex.owner {
+                            self.threads[w.index()].cursor.pc += 1;
+                            self.handed_over.push(w);
+                        }
+                    }
+                }
+                Instr::Msg(target, msg) => {
+                    th.cursor.pc += 1;
+                    let to = match target {
+                        Target::Parent => disp.thread_sched(t),
+                        Target::Named(n) => disp.sched_by_name(n),
+                    };
+                    let name = disp.thread_name(t).to_string();
+                    match to {
+                        Some(s) => {
+                            let reply = disp.message(self, now, Some(t), s, msg);
+                            let kind = if reply.is_ok() {
+                                LogKind::Reply
+                            } else {
+                                LogKind::Refused
+                            };
+                            let sname = disp.sched_name(s).to_string();
+                            self.record(
+                                now,
+                                kind,
+                                format!("`{name}` -> `{sname}` {msg}: {reply:?}"),
+                            );
+                        }
+                        None => self.record(
+                            now,
+                            LogKind::Refused,
+                            format!("`{name}`: {msg}: no such scheduler"),
+                        ),
+                    }
+                }
+                Instr::Yield => {
+                    th.cursor.pc += 1;
+                    *yielded = true;
+                }
+                Instr::LoopStart { count, end } => {
+                    if *count == Some(0) {
+                        th.cursor.pc = *end;
+                    } else {
+                        th.cursor.loops.push(count.unwrap_or(u64::MAX));
+                        th.cursor.pc += 1;
+                    }
+                }
+                Instr::LoopEnd { start } => {
+                    let left = th.cursor.loops.last_mut().expect("loop stack");
+                    if *left != u64::MAX {
+                        *left -= 1;
+                    }
+                    if *left == 0 {
+                        th.cursor.loops.pop();
+                        th.cursor.pc += 1;
+                    } else {
+                        th.cursor.pc = start + 1;
+                    }
+                }
+                Instr::PeriodicStart { offset, .. } => {
+                    th.cursor.periodic.push(PeriodicState {
+                        start: th.cursor.pc,
+                        next_release: now.saturating_add(*offset),
+                        job: 0,
+                        record: None,
+                    });
+                    th.cursor.pc += 1;
+                }
+                Instr::AwaitRelease => {
+                    let p = th.cursor.periodic.last_mut().expect("periodic stack");
+                    let Instr::PeriodicStart {
+                        deadline,
+                        jobs,
+                        end,
+                        ..
+                    } = &code[p.start]
+                    else {
+                        unreachable!("AwaitRelease follows PeriodicStart")
+                    };
+                    if jobs.is_some_and(|j| p.job >= j) {
+                        th.cursor.periodic.pop();
+                        th.cursor.pc = *end;
+                        continue;
+                    }
+                    if now < p.next_release {
+                        th.wake_gen += 1;
+                        let (gen, at) = (th.wake_gen, p.next_release);
+                        self.push(at, Ev::Wake(t, gen));
+                        return Outcome::Blocked;
+                    }
+                    let release = p.next_release;
+                    let job = p.job;
+                    p.record = Some(self.jobs.len());
+                    th.cursor.pc += 1;
+                    // A late job that follows its predecessor on the CPU starts now.
+                    let start = th.cpu.map(|_| now);
+                    self.jobs.push(JobRecord {
+                        thread: t,
+                        job,
+                        release,
+                        start,
+                        finish: None,
+                        deadline: release.saturating_add(*deadline),
+                    });
+                    self.mark(release, Some(t), MarkKind::Release { job });
+                }
+                Instr::JobEnd { start } => {
+                    let p = th.cursor.periodic.last_mut().expect("periodic stack");
+                    let Instr::PeriodicStart { period, .. } = &code[p.start] else {
+                        unreachable!("JobEnd closes a PeriodicStart")
+                    };
+                    let record = p.record.take().expect("a job in progress");
+                    p.job += 1;
+                    p.next_release = p.next_release.saturating_add(*period);
+                    th.cursor.pc = start + 1;
+                    let rec = &mut self.jobs[record];
+                    rec.finish = Some(now);
+                    if now > rec.deadline {
+                        let job = rec.job;
+                        self.mark(now, Some(t), MarkKind::DeadlineMiss { job });
+                    }
+                }
+            }
+        }
+    }
+
+    /// If `t` is on a CPU, schedules the end of its current `run`. Each CPU
+    /// has one completion slot instead of heap entries: a CPU-bound thread
+    /// is switched far more often than its runs complete, and stale heap
+    /// entries would pile up.
+    fn arm_completion(&mut self, t: ThreadId) {
+        let th = &self.threads[t.index()];
+        let Some(cpu) = th.cpu else { return };
+        let c = &self.cpus[cpu.index()];
+        let at = c.switch_end.max(c.seg_start).saturating_add(th.remaining);
+        self.seq += 1;
+        self.cpus[cpu.index()].completion = Some((at, self.seq));
+    }
+
+    /// The next workload event: the earliest of the event heap and the CPUs'
+    /// completion slots, by (time, sequence); `Some(cpu)` for a completion.
+    pub(crate) fn next_event(&self) -> Option<(Instant, u64, Option<usize>)> {
+        let mut best = self
+            .events
+            .peek()
+            .map(|Reverse((t, seq, _))| (*t, *seq, None));
+        for (i, c) in self.cpus.iter().enumerate() {
+            if let Some((t, seq)) = c.completion {
+                if best.is_none_or(|(bt, bs, _)| (t, seq) < (bt, bs)) {
+                    best = Some((t, seq, Some(i)));
+                }
+            }
+        }
+        best
+    }
+
+    /// The thread on `cpu` finished its current `run`.
+    pub(crate) fn complete(&mut self, disp: &mut Dispatcher, now: Instant, cpu: usize) {
+        self.cpus[cpu].completion = None;
+        let t = self.cpus[cpu]
+            .thread
+            .expect("a completion slot belongs to a running thread");
+        self.flush(CpuId(cpu as u32), now);
+        debug_assert!(self.threads[t.index()].remaining.is_zero());
+        self.resume(disp, now, t);
+    }
+
+    /// Accounts what `cpu` did from its segment start to `now`.
+    fn flush(&mut self, cpu: CpuId, now: Instant) {
+        let c = &mut self.cpus[cpu.index()];
+        let start = c.seg_start;
+        if now <= start {
+            return;
+        }
+        c.seg_start = now;
+        match c.thread {
+            Some(t) => {
+                let switch_end = c.switch_end.clamp(start, now);
+                let overhead = switch_end - start;
+                let progress = now - switch_end;
+                c.overhead += overhead;
+                c.busy += progress;
+                let th = &mut self.threads[t.index()];
+                th.remaining = th.remaining.saturating_sub(progress);
+                th.stats.cpu_time += progress;
+                if !overhead.is_zero() {
+                    self.segment(cpu, start, switch_end, SegmentKind::Switch(t));
+                }
+                if !progress.is_zero() {
+                    self.segment(cpu, switch_end, now, SegmentKind::Run(t));
+                }
+            }
+            None => {
+                c.idle += now - start;
+                self.segment(cpu, start, now, SegmentKind::Idle);
+            }
+        }
+    }
+
+    fn segment(&mut self, cpu: CpuId, start: Instant, end: Instant, what: SegmentKind) {
+        let Some(trace) = &mut self.trace else { return };
+        let c = &mut self.cpus[cpu.index()];
+        if let Some(i) = c.last_segment {
+            let last = &mut trace.segments[i];
+            if last.what == what && last.end == start {
+                last.end = end;
+                return;
+            }
+        }
+        c.last_segment = Some(trace.segments.len());
+        trace.segments.push(Segment {
+            cpu,
+            start,
+            end,
+            what,
+        });
+    }
+
+    pub(crate) fn finish(
+        mut self,
+        disp: &mut Dispatcher,
+        scn: &Scenario,
+        horizon: Instant,
+        seed: u64,
+        events: u64,
+        wall: std::time::Duration,
+    ) -> RunResult {
+        disp.close(&mut self, horizon);
+        for cpu in 0..self.cpus.len() {
+            self.flush(CpuId(cpu as u32), horizon);
+        }
+        for th in &mut self.threads {
+            if let Some(since) = th.waiting_since {
+                th.stats.max_runnable_gap = th
+                    .stats
+                    .max_runnable_gap
+                    .max(horizon.saturating_since(since));
+            }
+        }
+        let misses: Vec<(Instant, ThreadId, u64)> = self
+            .jobs
+            .iter()
+            .filter(|j| j.finish.is_none() && j.deadline < horizon)
+            .map(|j| (j.deadline, j.thread, j.job))
+            .collect();
+        for (at, t, job) in misses {
+            self.mark(at, Some(t), MarkKind::DeadlineMiss { job });
+        }
+        let mut log = disp.take_log();
+        log.append(&mut self.log);
+        log.sort_by_key(|e| e.at); // stable: same-time entries keep their order
+        let threads = self
+            .threads
+            .into_iter()
+            .enumerate()
+            .map(|(i, th)| {
+                let mut stats = th.stats;
+                if let Some(s) = disp.thread_sched(ThreadId(i as u32)) {
+                    stats.scheduler = disp.sched_name(s).to_string();
+                }
+                stats
+            })
+            .collect::<Vec<_>>();
+        let mut trace = self.trace;
+        if let Some(trace) = &mut trace {
+            trace.thread_names = threads.iter().map(|t| t.name.clone()).collect();
+            trace.segments.sort_by_key(|s| (s.cpu, s.start));
+            trace.marks.sort_by_key(|m| m.at);
+        }
+        RunResult {
+            scenario: scn.name.clone(),
+            platform: "sim".into(),
+            seed,
+            cpus: scn.machine.cpus,
+            horizon: horizon - Instant::ZERO,
+            threads,
+            nodes: disp.node_results().to_vec(),
+            cpu_stats: self
+                .cpus
+                .iter()
+                .enumerate()
+                .map(|(i, c)| CpuStats {
+                    cpu: CpuId(i as u32),
+                    busy: c.busy,
+                    overhead: c.overhead,
+                    idle: c.idle,
+                })
+                .collect(),
+            decisions: disp.decisions(),
+            events,
+            wall_ns: wall.as_nanos() as u64,
+            jobs: self.jobs,
+            log,
+            trace,
+        }
+    }
+}
+
+impl Platform for World {
+    fn set_cpu(&mut self, now: Instant, cpu: CpuId, thread: Option<ThreadId>) {
+        self.flush(cpu, now);
+        let c = &mut self.cpus[cpu.index()];
+        if let Some(old) = c.thread.take() {
+            let th = &mut self.threads[old.index()];
+            th.cpu = None;
+            c.completion = None;
+            if th.runnable {
+                th.waiting_since = Some(now);
+            }
+        }
+        let Some(t) = thread else {
+            return;
+        };
+        let c = &mut self.cpus[cpu.index()];
+        c.thread = Some(t);
+        c.seg_start = now;
+        let switching = c.last != Some(t);
+        c.switch_end = if switching {
+            now.saturating_add(self.cs)
+        } else {
+            now
+        };
+        c.last = Some(t);
+        let th = &mut self.threads[t.index()];
+        if switching {
+            th.stats.context_switches += 1;
+        }
+        if th.last_cpu.is_some_and(|l| l != cpu) {
+            th.stats.migrations += 1;
+        }
+        th.last_cpu = Some(cpu);
+        th.cpu = Some(cpu);
+        if let Some(woke) = th.woke_at.take() {
+            th.stats.wakeup_latencies.push(now.saturating_since(woke));
+        }
+        if let Some(since) = th.waiting_since.take() {
+            th.stats.max_runnable_gap = th.stats.max_runnable_gap.max(now.saturating_since(since));
+        }
+        if let Some(p) = th.cursor.periodic.last() {
+            if let Some(rec) = p.record {
+                self.jobs[rec].start.get_or_insert(now);
+            }
+        }
+        if let Some(RandresState {
+            phase: RandresPhase::Running { record, .. },
+            ..
+        }) = th.cursor.randres
+        {
+            self.jobs[record].start.get_or_insert(now);
+        }
+        self.arm_completion(t);
+    }
+}
