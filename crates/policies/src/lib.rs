@@ -15,8 +15,8 @@
 //! - [`sfq`]: start-time fair queuing with weights and a BVT-style warp.
 //! - [`dbs`]: the BVT paper's deadline-based reservations (EDF + round robin).
 //! - [`bvt`]: borrowed virtual time (weighted fair share, warp for latency).
-//! - [`rialto`]: building blocks of the Rialto policy (the precomputed
-//!   scheduling graph so far; not registered yet).
+//! - [`rialto`]: Rialto (CPU reservations on a precomputed scheduling
+//!   graph, time constraints); the policy and its building blocks.
 //!
 //! [`testkit`] drives a policy directly, without the dispatcher, for tests.
 
@@ -43,6 +43,7 @@ static REGISTRY: &[PolicyInfo] = &[
     sfq::INFO,
     dbs::INFO,
     bvt::INFO,
+    rialto::INFO,
 ];
 
 /// Every registered policy type, in the order `hsched policies` lists them.
@@ -79,7 +80,7 @@ mod tests {
         let names: Vec<&str> = registry().iter().map(|p| p.name).collect();
         assert_eq!(
             names,
-            ["fifo", "rr", "fp", "join", "limit", "sfq", "dbs", "bvt"]
+            ["fifo", "rr", "fp", "join", "limit", "sfq", "dbs", "bvt", "rialto"]
         );
         for info in registry() {
             assert_eq!(find(info.name).map(|p| p.name), Some(info.name));

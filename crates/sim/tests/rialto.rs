@@ -1,0 +1,247 @@
+//! `rialto` end to end: threads reserve for their activity and begin time
+//! constraints with `Op::Msg`; reservations hold in every window of their
+//! period against CPU-bound competitors, accepted constraints finish their
+//! estimate by their deadline, refusals say why.
+
+use hsched_core::{Duration, Instant, Msg, Params, ThreadId, Value};
+use hsched_model::{
+    Dist, LogEntry, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
+    SegmentKind, Target, ThreadSpec,
+};
+use hsched_sim::{run, SimOptions};
+
+fn ms(x: u64) -> Duration {
+    Duration::from_millis(x)
+}
+
+fn at(x: u64) -> Instant {
+    Instant::ZERO + ms(x)
+}
+
+fn forever() -> Op {
+    Op::Loop {
+        count: None,
+        body: vec![Op::Run(Dist::Fixed(Duration::from_secs(100)))],
+    }
+}
+
+fn msg(m: Msg) -> Op {
+    Op::Msg {
+        to: Target::Parent,
+        msg: m,
+    }
+}
+
+fn reserve(amount: Duration, period: Duration) -> Op {
+    msg(Msg::new("reserve")
+        .arg("amount", Value::Duration(amount))
+        .arg("period", Value::Duration(period)))
+}
+
+/// `begin_constraint`, times relative to now.
+fn begin(estimate: Duration, deadline: Duration) -> Op {
+    msg(Msg::new("begin_constraint")
+        .arg("estimate", Value::Duration(estimate))
+        .arg("deadline", Value::Duration(deadline))
+        .arg("relative", Value::Bool(true)))
+}
+
+fn thread(name: &str, activity: &str, ops: Vec<Op>) -> ThreadSpec {
+    ThreadSpec {
+        name: name.into(),
+        parent: "rialto".into(),
+        params: if activity.is_empty() {
+            Params::new()
+        } else {
+            Params::new().with("activity", Value::Str(activity.into()))
+        },
+        arrival: Instant::ZERO,
+        program: Program { ops },
+    }
+}
+
+fn scenario(cpus: u32, horizon: Duration, threads: Vec<ThreadSpec>) -> Scenario {
+    Scenario {
+        name: "rialto".into(),
+        description: String::new(),
+        machine: Machine {
+            cpus,
+            context_switch: Duration::ZERO,
+            tick: None,
+            watchdog: None,
+        },
+        horizon,
+        seed: 7,
+        default_scheduler: "rialto".into(),
+        schedulers: vec![SchedulerSpec {
+            name: "rialto".into(),
+            policy: "rialto".into(),
+            params: Params::new(),
+            parents: vec![],
+        }],
+        threads,
+        script: vec![],
+    }
+}
+
+fn go(scn: &Scenario) -> RunResult {
+    let opts = SimOptions {
+        check_invariants: true,
+        trace: true,
+        ..Default::default()
+    };
+    let r = run(scn, &opts).unwrap();
+    let bad: Vec<_> = r
+        .log
+        .iter()
+        .filter(|e| matches!(e.kind, LogKind::Eject | LogKind::Watchdog))
+        .collect();
+    assert!(bad.is_empty(), "{bad:#?}");
+    r
+}
+
+fn replies<'a>(r: &'a RunResult, name: &str) -> Vec<&'a LogEntry> {
+    let prefix = format!("`{name}` ->");
+    r.log
+        .iter()
+        .filter(|e| {
+            matches!(e.kind, LogKind::Reply | LogKind::Refused) && e.text.starts_with(&prefix)
+        })
+        .collect()
+}
+
+fn tid(r: &RunResult, name: &str) -> ThreadId {
+    r.threads.iter().find(|t| t.name == name).unwrap().id
+}
+
+/// CPU time the threads `names` received in [a, b).
+fn ran(r: &RunResult, names: &[&str], a: Instant, b: Instant) -> Duration {
+    let ids: Vec<ThreadId> = names.iter().map(|n| tid(r, n)).collect();
+    let trace = r.trace.as_ref().unwrap();
+    let ns = trace
+        .segments
+        .iter()
+        .filter(|s| matches!(s.what, SegmentKind::Run(t) if ids.contains(&t)))
+        .filter(|s| s.start < b && s.end > a)
+        .map(|s| (s.end.min(b) - s.start.max(a)).as_nanos())
+        .sum();
+    Duration(ns)
+}
+
+#[test]
+fn a_reserved_activity_gets_its_amount_in_every_window_and_refusals_say_why() {
+    let threads = vec![
+        thread("v1", "video", vec![reserve(ms(3), ms(10)), forever()]),
+        thread("v2", "video", vec![forever()]),
+        // 3 + 8 > 10: over capacity.
+        thread("big", "audio", vec![reserve(ms(8), ms(10)), forever()]),
+        thread("hog1", "", vec![forever()]),
+        thread("hog2", "", vec![forever()]),
+    ];
+    let r = go(&scenario(1, ms(500), threads));
+    let v1 = replies(&r, "v1");
+    assert_eq!(v1.len(), 1);
+    assert_eq!(v1[0].kind, LogKind::Reply, "{}", v1[0].text);
+    assert!(v1[0].text.contains("amount"), "{}", v1[0].text);
+    let big = replies(&r, "big");
+    assert_eq!(big[0].kind, LogKind::Refused);
+    assert!(big[0].text.contains("over capacity"), "{}", big[0].text);
+    // After the reservation is in place (it is sent by 30ms at the latest),
+    // every window of the period holds the amount.
+    for t in (40..490).step_by(1) {
+        let got = ran(&r, &["v1", "v2"], at(t), at(t + 10));
+        assert!(got >= ms(3), "window at {t}ms: {got}");
+    }
+    // The competitors share the rest.
+    for hog in ["hog1", "hog2", "big"] {
+        assert!(ran(&r, &[hog], at(40), at(500)) >= ms(60), "{hog}");
+    }
+}
+
+#[test]
+fn accepted_constraints_finish_their_estimate_by_the_deadline() {
+    let job = vec![
+        begin(ms(20), ms(50)),
+        Op::Run(Dist::Fixed(ms(20))),
+        msg(Msg::new("end_constraint")),
+    ];
+    let threads = vec![
+        thread("r", "res", vec![reserve(ms(5), ms(10)), forever()]),
+        thread(
+            "c",
+            "",
+            vec![Op::Periodic {
+                period: ms(100),
+                deadline: ms(80),
+                offset: ms(5),
+                jobs: None,
+                body: job,
+            }],
+        ),
+        // Only about 25ms of free time in 50ms: refused.
+        thread("greedy", "", vec![begin(ms(40), ms(50)), forever()]),
+        thread("hog1", "", vec![forever()]),
+        thread("hog2", "", vec![forever()]),
+    ];
+    let r = go(&scenario(1, Duration::from_secs(1), threads));
+    let greedy = replies(&r, "greedy");
+    assert_eq!(greedy[0].kind, LogKind::Refused);
+    assert!(greedy[0].text.contains("infeasible"), "{}", greedy[0].text);
+    let c = replies(&r, "c");
+    assert!(c.len() >= 16, "{c:#?}");
+    for e in &c {
+        assert_eq!(e.kind, LogKind::Reply, "{}", e.text);
+    }
+    assert!(c.iter().any(|e| e.text.contains("taken")));
+    let end = Instant::ZERO + r.horizon;
+    let jobs: Vec<_> = r.jobs.iter().filter(|j| j.thread == tid(&r, "c")).collect();
+    assert!(jobs.len() >= 9);
+    assert!(jobs.iter().all(|j| !j.missed(end)), "{jobs:#?}");
+    // The reservation still holds.
+    for t in (40..990).step_by(1) {
+        assert!(
+            ran(&r, &["r"], at(t), at(t + 10)) >= ms(5),
+            "window at {t}ms"
+        );
+    }
+}
+
+#[test]
+fn several_cpus_in_the_middle_of_a_hierarchy() {
+    let mut scn = scenario(
+        2,
+        ms(300),
+        vec![
+            thread("v", "video", vec![reserve(ms(2), ms(10)), forever()]),
+            thread("h1", "", vec![forever()]),
+            thread("h2", "", vec![forever()]),
+        ],
+    );
+    scn.schedulers.insert(
+        0,
+        SchedulerSpec {
+            name: "top".into(),
+            policy: "rr".into(),
+            params: Params::new(),
+            parents: vec![],
+        },
+    );
+    scn.schedulers[1].parents = vec![ParentLink {
+        parent: "top".into(),
+        vps: 2,
+        params: Params::new(),
+    }];
+    scn.default_scheduler = "top".into();
+    let r = go(&scn);
+    assert_eq!(replies(&r, "v")[0].kind, LogKind::Reply);
+    for name in ["v", "h1", "h2"] {
+        let got = ran(&r, &[name], at(0), at(300));
+        assert!(got >= ms(50), "{name}: {got}");
+    }
+    for t in (40..290).step_by(1) {
+        assert!(
+            ran(&r, &["v"], at(t), at(t + 10)) >= ms(2),
+            "window at {t}ms"
+        );
+    }
+}
