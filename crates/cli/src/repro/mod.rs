@@ -92,6 +92,7 @@ pub struct Entry {
 
 mod bvt;
 mod hls;
+mod rialto;
 
 /// A scenario of `scenarios/papers/`: its path and its text, compiled in.
 macro_rules! scenario {
@@ -109,6 +110,7 @@ pub fn entries() -> Vec<Entry> {
     let mut all = Vec::new();
     all.extend(hls::entries());
     all.extend(bvt::entries());
+    all.extend(rialto::entries());
     all
 }
 
