@@ -1,6 +1,7 @@
 //! The `rialto` policy through the test harness: the protocol rules under
-//! random runs, reservations refused with a reason, the graph followed on
-//! one CPU.
+//! random runs (mutex and constraint messages included), reservations
+//! refused with a reason, the graph followed on one CPU, the §4.6 selection
+//! rules, the §4.5 second-chance queue and §4.2 inheritance.
 
 use hsched_core::{Duration, Msg, Params, Reply, Value};
 use hsched_policies::rialto::graph::GraphParams;
@@ -141,9 +142,228 @@ proptest! {
                     let _ = h.message(Some(child), &reserve(amount, ms(10 * (1 + i as u64 % 3))));
                 }
             }
+            let kids = h.children();
+            if !kids.is_empty() {
+                let child = kids[i % kids.len()];
+                let m = match i % 7 {
+                    1 => Some(mutex("lock", (i / 7 % 2) as i64)),
+                    2 => Some(mutex("block_on", (i / 7 % 2) as i64)),
+                    3 => Some(mutex("unlock", (i / 7 % 2) as i64)),
+                    4 => Some(begin(ms(1 + i as u64 % 20), ms(5 + i as u64 % 40))),
+                    5 => Some(Msg::new("end_constraint")),
+                    _ => None,
+                };
+                if let Some(m) = m {
+                    let _ = h.message(Some(child), &m);
+                }
+            }
             if parent != Parent::Manual {
                 h.assert_work_conserving();
             }
         }
     }
+}
+
+fn begin(estimate: Duration, deadline: Duration) -> Msg {
+    Msg::new("begin_constraint")
+        .arg("estimate", Value::Duration(estimate))
+        .arg("deadline", Value::Duration(deadline))
+        .arg("relative", Value::Bool(true))
+}
+
+fn mutex(name: &str, m: i64) -> Msg {
+    Msg::new(name).arg("mutex", Value::Int(m))
+}
+
+/// §4.6 rule 5: free time goes round robin among activities, not threads;
+/// rule 3: within an activity, round robin among its threads.
+#[test]
+fn free_time_is_shared_by_activities_then_threads() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let many: Vec<_> = (0..3).map(|_| h.register(&act("many")).unwrap()).collect();
+    let one = h.register(&act("one")).unwrap();
+    for &t in &many {
+        h.wake(t);
+    }
+    h.wake(one);
+    h.advance(ms(1200));
+    let total = Duration(many.iter().map(|&t| h.cpu_time(t).0).sum());
+    let solo = h.cpu_time(one);
+    assert!(solo >= ms(590) && total >= ms(590), "{solo} {total}");
+    for &t in &many {
+        let x = h.cpu_time(t);
+        assert!(x >= ms(190) && x <= ms(210), "{x}");
+    }
+    h.assert_work_conserving();
+}
+
+/// §4.6 rule 3 (1): a thread with a pending denied constraint goes first in
+/// its activity's time, until `end_constraint`.
+#[test]
+fn denied_constraints_go_first_in_their_activity() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let t: Vec<_> = (0..3).map(|_| h.register(&act("a")).unwrap()).collect();
+    let Reply::Err(e) = h.message(Some(t[2]), &begin(ms(500), ms(100))) else {
+        panic!("infeasible constraint accepted");
+    };
+    assert!(e.contains("denied"), "{e}");
+    // Selection happens at decisions (a quantum's end, a block): the
+    // denied thread wakes first so it holds the first one.
+    for &c in t.iter().rev() {
+        h.wake(c);
+    }
+    let before: Vec<_> = t.iter().map(|&c| h.cpu_time(c)).collect();
+    h.advance(ms(90));
+    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(t[2]));
+    assert_eq!(h.cpu_time(t[0]), before[0]);
+    assert_eq!(h.cpu_time(t[1]), before[1]);
+    let Reply::Ok(r) = h.message(Some(t[2]), &Msg::new("end_constraint")) else {
+        panic!("end of a denied constraint refused");
+    };
+    assert!(r.bool("denied"));
+    assert!(r.duration("taken") >= ms(90), "{}", r.duration("taken"));
+    h.block(t[2]);
+    h.advance(ms(300));
+    assert!(h.cpu_time(t[0]) >= ms(90) && h.cpu_time(t[1]) >= ms(90));
+}
+
+/// §4.5: an activity that blocks briefly during its node and wakes before
+/// its next node gets the lost time back in free time.
+#[test]
+fn briefly_blocked_activity_gets_a_second_chance() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let a = h.register(&act("a")).unwrap();
+    let hog = h.register(&act("hog")).unwrap();
+    assert!(h.message(Some(a), &reserve(ms(4), ms(20))).is_ok());
+    h.wake(hog);
+    h.wake(a);
+    // Find the start of a node of `a` a few periods in.
+    let mut t = h.now() + ms(40);
+    let node = loop {
+        let (s, e, act) = h.sched().interval_at(t);
+        if act == Some(0) && s >= t {
+            break (s, e);
+        }
+        t = if act == Some(0) {
+            e
+        } else {
+            e.max(t + Duration(1))
+        };
+    };
+    h.advance_to(node.0 + ms(1));
+    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(a));
+    h.block(a);
+    let ran = h.cpu_time(a);
+    assert_eq!(h.sched().second_chance_queue(), vec![(0, ms(3))]);
+    h.advance_to(node.1 + ms(1));
+    h.wake(a);
+    h.advance(ms(3));
+    h.block(a);
+    // It ran the 3ms it lost, ahead of the hog's free-time turn.
+    assert_eq!(h.cpu_time(a) - ran, ms(3));
+    assert!(h.sched().second_chance_queue().is_empty());
+    h.assert_work_conserving();
+}
+
+/// §4.2: a holder of a mutex that a constrained thread waits for runs with
+/// the waiter's constraint until it unlocks.
+#[test]
+fn mutex_holder_inherits_the_waiters_constraint() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let waiter = h.register(&act("w")).unwrap();
+    let holder = h.register(&act("h")).unwrap();
+    let hog = h.register(&act("x")).unwrap();
+    assert!(h.message(Some(holder), &mutex("lock", 7)).is_ok());
+    let Reply::Err(e) = h.message(Some(waiter), &mutex("lock", 7)) else {
+        panic!("a held mutex was locked again");
+    };
+    assert!(e.contains("block_on"), "{e}");
+    h.wake(hog);
+    h.wake(holder);
+    h.wake(waiter);
+    assert!(h.message(Some(waiter), &begin(ms(20), ms(100))).is_ok());
+    assert!(h.message(Some(waiter), &mutex("block_on", 7)).is_ok());
+    h.block(waiter);
+    // The holder runs the waiter's constraint time, ahead of the hog.
+    let x0 = h.cpu_time(hog);
+    h.advance(ms(15));
+    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(holder));
+    assert_eq!(h.cpu_time(hog), x0);
+    let Reply::Ok(r) = h.message(Some(holder), &mutex("unlock", 7)) else {
+        panic!("unlock refused");
+    };
+    assert!(r.bool("handed_over"));
+    h.wake(waiter);
+    h.advance(ms(5));
+    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(waiter));
+    assert!(!h.message(Some(holder), &mutex("unlock", 7)).is_ok());
+    assert!(h.message(Some(waiter), &mutex("unlock", 7)).is_ok());
+}
+
+/// §4.6 rule 1: with less than the threshold left in a node, the next node
+/// is selected (here: the reserved activity's, up to its end).
+#[test]
+fn little_left_of_a_node_selects_the_next() {
+    let r =
+        Rialto::new(GraphParams::default(), ms(10), Duration::from_secs(1)).with_threshold(ms(2));
+    let mut h = Harness::new(Box::new(r), 1, Parent::Root);
+    let a = h.register(&act("a")).unwrap();
+    let x = h.register(&act("x")).unwrap();
+    let y = h.register(&act("y")).unwrap();
+    assert!(h.message(Some(a), &reserve(ms(4), ms(20))).is_ok());
+    h.wake(x);
+    h.wake(y);
+    let mut t = h.now() + ms(40);
+    let (s, e) = loop {
+        let (s, e, act) = h.sched().interval_at(t);
+        if act == Some(0) && s >= t {
+            break (s, e);
+        }
+        t = e;
+    };
+    h.advance_to(s - ms(1));
+    h.wake(a);
+    let hog = h.running_on(hsched_core::ParentVp(0)).unwrap();
+    assert_ne!(hog, a);
+    h.block(hog);
+    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(a));
+    assert_eq!(h.horizon(hsched_core::ParentVp(0)), Some(e));
+}
+
+/// §4.2: the waiter runs on until it really blocks; then the holder takes
+/// its constraint's time, and a second waiter without a constraint passes
+/// nothing on.
+#[test]
+fn inheritance_starts_when_the_waiter_blocks() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let hog = h.register(&act("x")).unwrap();
+    let waiter = h.register(&act("w")).unwrap();
+    let holder = h.register(&act("h")).unwrap();
+    let plain = h.register(&act("p")).unwrap();
+    h.wake(hog);
+    assert!(h.message(Some(holder), &mutex("lock", 1)).is_ok());
+    h.wake(holder);
+    assert!(h.message(Some(plain), &mutex("block_on", 1)).is_ok());
+    assert!(h.message(Some(waiter), &begin(ms(20), ms(100))).is_ok());
+    h.wake(waiter);
+    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(waiter));
+    assert!(h.message(Some(waiter), &mutex("block_on", 1)).is_ok());
+    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(waiter));
+    h.block(waiter);
+    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(holder));
+    let now = h.now();
+    assert_eq!(h.horizon(hsched_core::ParentVp(0)), Some(now + ms(20)));
+    // Unlocking hands the mutex to the first waiter and ends the inherited run.
+    let Reply::Ok(r) = h.message(Some(holder), &mutex("unlock", 1)) else {
+        panic!("unlock refused");
+    };
+    assert!(r.bool("handed_over"));
+    // The mutex went to `plain` (first in line), which has no constraint and
+    // does not run: the decision is re-made, plain round robin (a quantum).
+    let now = h.now();
+    assert_eq!(h.horizon(hsched_core::ParentVp(0)), Some(now + ms(10)));
+    assert!(h.message(Some(plain), &mutex("unlock", 1)).is_ok());
+    // Handed on to the constrained waiter, which may now unlock it.
+    assert!(h.message(Some(waiter), &mutex("unlock", 1)).is_ok());
+    assert!(!h.message(Some(waiter), &mutex("unlock", 1)).is_ok());
 }

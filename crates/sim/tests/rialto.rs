@@ -1,7 +1,8 @@
 //! `rialto` end to end: threads reserve for their activity and begin time
 //! constraints with `Op::Msg`; reservations hold in every window of their
 //! period against CPU-bound competitors, accepted constraints finish their
-//! estimate by their deadline, refusals say why.
+//! estimate by their deadline, refusals say why, a mutex holder runs on a
+//! blocked waiter's constraint.
 
 use hsched_core::{Duration, Instant, Msg, Params, ThreadId, Value};
 use hsched_model::{
@@ -244,4 +245,56 @@ fn several_cpus_in_the_middle_of_a_hierarchy() {
             "window at {t}ms"
         );
     }
+}
+
+fn mutex(name: &str, m: i64) -> Op {
+    msg(Msg::new(name).arg("mutex", Value::Int(m)))
+}
+
+/// §4.2 end to end: a thread mirrors its simulator mutex with `lock` /
+/// `block_on` / `unlock`; while a constrained waiter is blocked, the holder
+/// runs on the waiter's constraint ahead of the CPU-bound competitors.
+#[test]
+fn a_mutex_holder_runs_on_the_blocked_waiters_constraint() {
+    let threads = vec![
+        thread(
+            "holder",
+            "h",
+            vec![
+                mutex("lock", 1),
+                Op::Lock("m".into()),
+                Op::Run(Dist::Fixed(ms(40))),
+                mutex("unlock", 1),
+                Op::Unlock("m".into()),
+                forever(),
+            ],
+        ),
+        thread(
+            "waiter",
+            "w",
+            vec![
+                Op::Sleep(Dist::Fixed(ms(50))),
+                begin(ms(10), ms(60)),
+                mutex("block_on", 1),
+                Op::Lock("m".into()),
+                Op::Run(Dist::Fixed(ms(2))),
+                mutex("unlock", 1),
+                Op::Unlock("m".into()),
+                msg(Msg::new("end_constraint")),
+            ],
+        ),
+        thread("hog1", "", vec![forever()]),
+        thread("hog2", "", vec![forever()]),
+    ];
+    let r = go(&scenario(1, ms(300), threads));
+    let w = replies(&r, "waiter");
+    assert_eq!(w.len(), 4, "{w:#?}");
+    for e in &w {
+        assert_eq!(e.kind, LogKind::Reply, "{}", e.text);
+    }
+    let tb = w[1].at;
+    assert!(tb >= at(50), "{tb}");
+    let got = ran(&r, &["holder"], tb, tb + ms(10));
+    assert_eq!(got, ms(10), "block_on at {tb}");
+    assert_eq!(ran(&r, &["hog1", "hog2"], tb, tb + ms(10)), Duration::ZERO);
 }

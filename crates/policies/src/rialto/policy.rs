@@ -5,8 +5,9 @@
 //! **Source.** Jones, Roşu & Roşu, "CPU Reservations and Time Constraints"
 //! (SOSP '97): §2.3 (reservations per activity), §2.4 (time constraints),
 //! §3 (the scheduling graph, interval assignment, EDF in assigned time,
-//! round robin within an activity and for the rest) and §4.6 (the order in
-//! which the dispatcher looks for a thread).
+//! round robin within an activity and among activities for the rest), §4.2
+//! (constraint inheritance across mutexes), §4.5 (the second-chance queue)
+//! and §4.6 (next-thread selection, rules 1–5; in `select.rs`).
 //!
 //! **Children and messages.** A child (a thread) attaches with `activity`
 //! (a string; empty or absent: the thread is an activity of its own).
@@ -22,7 +23,16 @@
 //!   deadline, estimate }` or `Err` saying how much could be found;
 //! - `end_constraint`: ends the thread's innermost constraint; replies
 //!   `Ok { taken, released }` (`taken`: the CPU time the thread received
-//!   while the constraint was in effect).
+//!   while the constraint was in effect). A refused (infeasible)
+//!   `begin_constraint` stays *pending as denied* until the thread's next
+//!   `end_constraint`, which then answers `Ok { taken, released: 0,
+//!   denied: true }`;
+//! - `lock { mutex }` (an integer): takes a free mutex (`Err` if held: the
+//!   thread should then send `block_on` and block); `block_on { mutex }`:
+//!   the thread waits for the mutex's holder (`Err` on a free mutex or a
+//!   wait-for cycle); `unlock { mutex }`: releases it, handing it to the
+//!   first waiter (`Ok { handed_over }`). The simulator's own mutexes are
+//!   not visible to a policy: these messages mirror them.
 //!
 //! When the graph changes (`reserve`, `release`, the last thread of a
 //! reserved activity leaving) the constraint book is rebuilt over the new
@@ -32,23 +42,37 @@
 //! `end_constraint` then answers `Err`).
 //!
 //! **Decisions (§4.6).** Base period `i` starts at the absolute instant
-//! `i * base`; the current interval is the graph interval (switch + run) of
+//! `i * base`; a *node* is the graph interval (switch + run) of
 //! [`Graph::period`]`(now / base)` that holds `now` (without a base period
-//! everything is one free interval). On the *graph VP* (`ParentVp(0)`):
-//! 1. among the constraints owning assigned time in the current interval,
-//!    earliest deadline first, one whose thread waits, whose effective start
-//!    has come, that has not received its guaranteed time and has not yet
-//!    used its share of this interval: it runs until it has used that share
-//!    (or the interval ends);
-//! 2. otherwise, the interval's activity's waiting threads, round robin,
-//!    for at most `quantum`;
-//! 3. otherwise (free interval, or nothing of the activity waits), every
-//!    waiting child, round robin, for at most `quantum`.
+//! everything is one free node). On the *graph VP* (`ParentVp(0)`), the
+//! paper's rules in order:
+//! 1. with less than `threshold` left in the node, the next node is used;
+//! 2. among the constraints owning assigned time in the node, earliest
+//!    deadline first, one whose effective start has come, that has not
+//!    received its guaranteed time and not yet used its share of the node,
+//!    and whose thread waits — or is blocked on a mutex and the thread at
+//!    the end of its inheritance chain waits (§4.2): that thread runs until
+//!    the share is used, the node ends, or it unlocks;
+//! 3. in a node reserved for an activity, a waiting thread of it: threads
+//!    with pending denied constraints, then threads with late constraints
+//!    (guaranteed time used, or past the deadline; both earliest deadline
+//!    first), then round robin; for at most `quantum`;
+//! 4. an activity of the second-chance queue with a waiting thread, chosen
+//!    the same way, for at most what it has left to make up;
+//! 5. the round-robin queue of activities (the first with a waiting thread
+//!    goes to the back), a thread chosen the same way, for `quantum`.
 //!
-//! Every horizon is cut at the end of the current interval, so each
-//! interval boundary re-decides. A waking child that outranks what the
+//! A thread picked in steps 3–5 goes to the back of its activity's round
+//! robin. The second-chance queue (§4.5): when an activity's last runnable
+//! thread releases during a node reserved for it (graph VP held), the rest
+//! of the node is recorded as lost, valid until the activity's next node
+//! starts; waking inside the same node takes back what is left of it; time
+//! run in step 4 pays it off.
+//!
+//! Every horizon is cut at the end of the current node, so each node
+//! boundary re-decides. A waking child that outranks (by rule) what the
 //! graph VP runs preempts it; a timer at a constraint's future start does
-//! too. Other VPs run plain round robin with `quantum`. The policy is work
+//! too; `block_on` re-decides. Other VPs use rule 5 alone with `quantum`. The policy is work
 //! conserving: it answers `Release` only when nothing waits.
 //!
 //! **Guarantee.** Holding one CPU through `ParentVp(0)` without a platform
@@ -64,20 +88,32 @@
 //! its deadline: in each interval where it owns `p` of assigned time it
 //! runs `p` ahead of anything else there (the pieces in one interval fit in
 //! its run part), and its pieces add up to the guaranteed time inside its
-//! window. With a tick, each interval may start up to one tick late (a
+//! window. Both hold with `threshold = 0` (the default); a positive
+//! `threshold` may give up to `threshold` of each node to the next node's
+//! choice (rule 1). Inherited runs (§4.2) use only the waiter's constraint's
+//! own pieces. With a tick, each interval may start up to one tick late (a
 //! horizon takes effect at the next tick).
 //!
+//! **Implemented.** §3 graph and interval assignment, §4.3 criticality,
+//! §4.4 nesting (in [`super::constraints`]); §4.6 rules 1–5; §4.5 second
+//! chance; §4.2 inheritance across mutexes reported by message.
+//!
 //! **Limits.** Only `ParentVp(0)` follows the graph: on several CPUs the
-//! other VPs are plain round robin (a reserved thread gets at least its
+//! other VPs use free-time round robin (a reserved thread gets at least its
 //! guarantee, possibly more), and if the parent never grants `ParentVp(0)`
-//! nothing is guaranteed. Not done yet: the second-chance queue for
-//! constraints that overran their estimate (§4.5), constraint inheritance
-//! across mutexes and RPCs (§4.2; [`super::inherit`] is not wired in), the
-//! activity's own round robin ignores which thread owns assigned time,
-//! `activity` cannot be an integer (a child parameter has one kind; use a
-//! string), no admission control at `register_vp`. Selection scans the
-//! children: `O(n)` per decision.
-
+//! nothing is guaranteed. Not done: RPC inheritance (§4.2; the building
+//! block has `call`/`reply` but no message drives them); inheritance for a
+//! blocked thread *without* a constraint whose activity has nothing else
+//! runnable (only constrained waiters pass their time on); the chain is
+//! walked on every decision without path compression (the building block's
+//! `runs_for` needs `&mut`); a thread that leaves while blocked keeps the
+//! mutexes it holds in the inheritance book (others it holds are handed
+//! on); rule 3's preference for denied/late threads acts at decisions and
+//! does not preempt; the second-chance record is the rest of the node at
+//! the block, not time actually displaced; `activity` cannot be an integer
+//! (a child parameter has one kind; use a string), no admission control at
+//! `register_vp`. Selection scans the children: `O(n)` per decision.
+//!
 use std::collections::BTreeMap;
 
 use hsched_core::{
@@ -85,8 +121,12 @@ use hsched_core::{
     ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value, VpState,
 };
 
-use super::constraints::{ConstraintId, ConstraintInfo, Constraints, Request};
+use super::constraints::{ConstraintId, ConstraintInfo, Constraints, Rejected, Request};
 use super::graph::{Graph, GraphParams};
+use super::inherit::Inheritance;
+
+#[path = "select.rs"]
+mod select;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "rialto",
@@ -95,10 +135,12 @@ pub const INFO: PolicyInfo = PolicyInfo {
           `reserve { amount, period }` reserves for the activity on a precomputed \
           scheduling graph (refused with the reason if it does not fit), `release` drops \
           it, `begin_constraint { start, estimate, deadline, critical }` / \
-          `end_constraint` run time constraints EDF in assigned time. The first VP \
-          follows the graph (constraints, then the interval's activity round robin, then \
-          everyone round robin with `quantum`); other VPs are round robin. Limits: no \
-          second-chance queue, no inheritance yet.",
+          `end_constraint` run time constraints EDF in assigned time; `lock`, `unlock`, \
+          `block_on { mutex }` report mutexes so holders inherit waiters' constraints. \
+          The first VP follows the graph by the paper's §4.6 rules (next node under \
+          `threshold`, EDF constraint, the node's activity, the second-chance queue, \
+          round robin of activities with `quantum`); other VPs are activity round \
+          robin. Limits: no RPC inheritance.",
     params,
     child_params,
     build,
@@ -148,6 +190,12 @@ fn params() -> Vec<ParamSpec> {
             "constraint windows are judged up to now + horizon",
         )
         .with_default(Value::Duration(Duration::from_secs(1))),
+        ParamSpec::new(
+            "threshold",
+            dur(Duration::ZERO),
+            "§4.6 rule 1: with less than this left in a node, select the next node",
+        )
+        .with_default(Value::Duration(Duration::ZERO)),
     ]
 }
 
@@ -184,16 +232,25 @@ fn begin_params() -> Vec<ParamSpec> {
     ]
 }
 
+fn mutex_params() -> Vec<ParamSpec> {
+    vec![ParamSpec::new(
+        "mutex",
+        ParamKind::Int {
+            min: i64::MIN,
+            max: i64::MAX,
+        },
+        "the mutex (any integer naming it among the scheduler's threads)",
+    )]
+}
+
 fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     let base = params.duration("base_period");
     let mut gp = GraphParams::paper(params.duration("switch_cost"));
     gp.base_period = (!base.is_zero()).then_some(base);
     gp.min_interval = params.duration("min_interval");
-    Ok(Box::new(Rialto::new(
-        gp,
-        params.duration("quantum"),
-        params.duration("horizon"),
-    )))
+    let mut r = Rialto::new(gp, params.duration("quantum"), params.duration("horizon"));
+    r.threshold = params.duration("threshold");
+    Ok(Box::new(r))
 }
 
 /// An activity: an index into the policy's table.
@@ -216,6 +273,29 @@ struct Child {
     since: Instant,
     /// Part of the current segment already counted by `end_constraint`.
     flushed: Duration,
+    /// Its name in the inheritance graph (child ids are reused, serials not).
+    serial: u64,
+    /// Mutexes it holds (§4.2).
+    holds: std::collections::BTreeSet<i64>,
+}
+
+/// A refused `begin_constraint` still pending (§4.6 rule 3 (1)).
+#[derive(Clone, Copy, Debug)]
+struct Denied {
+    id: ConstraintId,
+    deadline: Instant,
+    taken: Duration,
+}
+
+/// An entry of the second-chance queue (§4.5).
+#[derive(Clone, Copy, Debug)]
+struct SecondChance {
+    /// Reserved time it failed to run by blocking, not made up yet.
+    lost: Duration,
+    /// The start of its next node: the entry is void from then on.
+    expires: Instant,
+    /// When it was queued (the queue's order).
+    since: Instant,
 }
 
 /// Why a child runs, best first.
@@ -223,6 +303,7 @@ struct Child {
 enum Tier {
     Constraint(ConstraintId),
     Activity,
+    SecondChance(Activity),
     Free,
 }
 
@@ -231,7 +312,8 @@ impl Tier {
         match self {
             Tier::Constraint(_) => 0,
             Tier::Activity => 1,
-            Tier::Free => 2,
+            Tier::SecondChance(_) => 2,
+            Tier::Free => 3,
         }
     }
 }
@@ -270,6 +352,18 @@ pub struct Rialto {
     served: BTreeMap<ConstraintId, Served>,
     /// Constraint time used in the interval that starts at `.0`.
     used_in: (Instant, BTreeMap<ConstraintId, Duration>),
+    /// §4.6 rule 1's minimum threshold.
+    threshold: Duration,
+    /// Round-robin order of activities for free time (smallest first).
+    act_turn: BTreeMap<Activity, u64>,
+    /// Pending denied constraints per thread, oldest first.
+    denied: BTreeMap<ChildId, Vec<Denied>>,
+    /// The second-chance queue (§4.5).
+    second: BTreeMap<Activity, SecondChance>,
+    /// Mutex ownership and blocking (§4.2), by thread serial.
+    inherit: Inheritance<u64, i64, ()>,
+    by_serial: BTreeMap<u64, ChildId>,
+    next_serial: u64,
 }
 
 impl Rialto {
@@ -289,7 +383,25 @@ impl Rialto {
             next_constraint: 0,
             served: BTreeMap::new(),
             used_in: (Instant::ZERO, BTreeMap::new()),
+            threshold: Duration::ZERO,
+            act_turn: BTreeMap::new(),
+            denied: BTreeMap::new(),
+            second: BTreeMap::new(),
+            inherit: Inheritance::new(),
+            by_serial: BTreeMap::new(),
+            next_serial: 0,
         }
+    }
+
+    /// Sets §4.6 rule 1's threshold.
+    pub fn with_threshold(mut self, threshold: Duration) -> Self {
+        self.threshold = threshold;
+        self
+    }
+
+    /// The second-chance queue: activity -> reserved time still to make up.
+    pub fn second_chance_queue(&self) -> Vec<(Activity, Duration)> {
+        self.second.iter().map(|(&a, e)| (a, e.lost)).collect()
     }
 
     /// The graph the walk follows.
@@ -347,48 +459,6 @@ impl Rialto {
         share.min(info.guaranteed.saturating_sub(served.since_admitted))
     }
 
-    /// The best waiting constraint thread in the interval, with the time it may run.
-    fn best_constraint(
-        &self,
-        now: Instant,
-        start: Instant,
-        end: Instant,
-    ) -> Option<(ChildId, ConstraintId, Duration)> {
-        self.book
-            .assigned_in(start, end)
-            .into_iter()
-            .find_map(|(c, _)| {
-                let thread = self.book.get(c)?.thread;
-                if self.children.get(thread)?.state != State::Waiting {
-                    return None;
-                }
-                let left = self.available(c, now, start, end);
-                (!left.is_zero()).then_some((thread, c, left))
-            })
-    }
-
-    /// The waiting child first in round-robin order, of `activity` if given.
-    fn next_rr(&self, activity: Option<Activity>) -> Option<ChildId> {
-        self.children
-            .iter()
-            .filter(|(_, c)| c.state == State::Waiting)
-            .filter(|(_, c)| activity.is_none_or(|a| a == c.activity))
-            .min_by_key(|(_, c)| c.turn)
-            .map(|(id, _)| id)
-    }
-
-    /// The best tier any waiting child could get on the graph VP now.
-    fn best_waiting_rank(&self, now: Instant) -> Option<u8> {
-        let (start, end, act) = self.interval_at(now);
-        if self.best_constraint(now, start, end).is_some() {
-            return Some(0);
-        }
-        if act.is_some() && self.next_rr(act).is_some() {
-            return Some(1);
-        }
-        self.next_rr(None).map(|_| 2)
-    }
-
     /// Re-decide the graph VP if a waiting child outranks what runs there.
     fn preempt_if_needed(&mut self, cx: &mut Cx) {
         if !matches!(cx.vp_state(GRAPH_VP), VpState::Held(_)) {
@@ -398,7 +468,7 @@ impl Rialto {
             return;
         };
         let now = cx.now();
-        let (start, _, _) = self.interval_at(now);
+        let (start, _, _) = self.node(now);
         // A slot chosen in an earlier interval is re-decided by its horizon.
         if slot.interval != start {
             return;
@@ -515,10 +585,24 @@ impl Rialto {
             deadline,
             critical: args.bool("critical"),
         };
-        let acc = self
-            .book
-            .begin(now, activity, child, id, req)
-            .map_err(|e| format!("constraint refused: {e}"))?;
+        let acc = match self.book.begin(now, activity, child, id, req) {
+            Ok(acc) => acc,
+            Err(e) => {
+                // A denied constraint stays pending until `end_constraint`:
+                // its thread is preferred in its activity's time (§4.6 rule 3).
+                if matches!(e, Rejected::Infeasible { .. }) {
+                    self.next_constraint += 1;
+                    self.denied.entry(child).or_default().push(Denied {
+                        id,
+                        deadline,
+                        taken: Duration::ZERO,
+                    });
+                }
+                return Err(format!(
+                    "constraint refused: {e} (pending as denied until `end_constraint`)"
+                ));
+            }
+        };
         self.next_constraint += 1;
         self.served.insert(id, Served::default());
         if acc.start > now {
@@ -533,6 +617,22 @@ impl Rialto {
     }
 
     fn end(&mut self, cx: &mut Cx, child: ChildId) -> Result<Params, String> {
+        let last_denied = self.denied.get(&child).and_then(|v| v.last()).map(|d| d.id);
+        if last_denied.is_some_and(|d| self.book.current(child).is_none_or(|c| c < d)) {
+            let v = self.denied.get_mut(&child).expect("present");
+            let mut d = v.pop().expect("present");
+            if v.is_empty() {
+                self.denied.remove(&child);
+            }
+            let c = &self.children[child];
+            if matches!(c.state, State::Running(_)) {
+                d.taken += (cx.now() - c.since).saturating_sub(c.flushed);
+            }
+            return Ok(Params::new()
+                .with("taken", Value::Duration(d.taken))
+                .with("released", Value::Duration(Duration::ZERO))
+                .with("denied", Value::Bool(true)));
+        }
         let id = self
             .book
             .current(child)
@@ -611,6 +711,9 @@ impl Scheduler for Rialto {
             }
         };
         *self.members.entry(activity).or_default() += 1;
+        let serial = self.next_serial;
+        self.next_serial += 1;
+        self.by_serial.insert(serial, child);
         self.children.insert(
             child,
             Child {
@@ -619,6 +722,8 @@ impl Scheduler for Rialto {
                 turn: 0,
                 since: Instant::ZERO,
                 flushed: Duration::ZERO,
+                serial,
+                holds: Default::default(),
             },
         );
         Ok(())
@@ -636,12 +741,19 @@ impl Scheduler for Rialto {
             cx.want_cpus(self.runnable);
         }
         self.end_all(cx, child);
-        self.children.remove(child);
+        self.denied.remove(&child);
+        let c = self.children.remove(child).expect("registered");
+        self.by_serial.remove(&c.serial);
+        for m in c.holds {
+            self.unlock_as(c.serial, m);
+        }
         let m = self.members.entry(activity).or_default();
         *m -= 1;
         if *m == 0 {
             self.members.remove(&activity);
             self.names.retain(|_, a| *a != activity);
+            self.second.remove(&activity);
+            self.act_turn.remove(&activity);
             if self.graph().granted(activity).is_some() {
                 let mut graph = self.graph().clone();
                 graph.release(activity);
@@ -658,8 +770,21 @@ impl Scheduler for Rialto {
         c.state = State::Waiting;
         self.seq += 1;
         c.turn = self.seq;
+        let a = c.activity;
         self.runnable += 1;
         cx.want_cpus(self.runnable);
+        // Woken inside the node it blocked in: what is left of the node is
+        // not lost after all.
+        let now = cx.now();
+        let (_, end, act) = self.interval_at(now);
+        if act == Some(a) {
+            if let Some(e) = self.second.get_mut(&a) {
+                e.lost = e.lost.saturating_sub(end - now);
+                if e.lost.is_zero() {
+                    self.second.remove(&a);
+                }
+            }
+        }
         self.preempt_if_needed(cx);
     }
 
@@ -667,6 +792,11 @@ impl Scheduler for Rialto {
         if self.children[child].state != State::Idle {
             self.forget_runnable(child);
             cx.want_cpus(self.runnable);
+            let a = self.children[child].activity;
+            self.note_blocked(cx, a);
+            // A constrained thread blocking on a mutex hands its rank to the
+            // holder (§4.2), which may outrank what runs.
+            self.preempt_if_needed(cx);
         }
     }
 
@@ -676,42 +806,42 @@ impl Scheduler for Rialto {
             self.on_vp.resize(vp.index() + 1, None);
         }
         self.stop(vp);
-        let (start, end, act) = self.interval_at(now);
+        self.second
+            .retain(|_, e| now < e.expires && !e.lost.is_zero());
         let pick = if vp == GRAPH_VP {
-            if let Some((child, c, left)) = self.best_constraint(now, start, end) {
-                Some((
-                    child,
-                    Tier::Constraint(c),
-                    now.saturating_add(left).min(end),
-                ))
-            } else {
-                let slice = now.saturating_add(self.quantum).min(end);
-                match act.and_then(|a| self.next_rr(Some(a))) {
-                    Some(child) => Some((child, Tier::Activity, slice)),
-                    None => self.next_rr(None).map(|child| (child, Tier::Free, slice)),
-                }
-            }
+            self.pick_graph(now)
         } else {
-            self.next_rr(None)
-                .map(|child| (child, Tier::Free, now.saturating_add(self.quantum)))
+            self.pick_free(now)
         };
-        let Some((child, tier, until)) = pick else {
+        let Some(select::Pick {
+            child,
+            tier,
+            until,
+            node,
+        }) = pick
+        else {
             return Dispatch::Release;
         };
         let c = &mut self.children[child];
         c.state = State::Running(vp);
         c.since = now;
         c.flushed = Duration::ZERO;
-        // Only a round-robin turn of free time sends a child to the back;
-        // reserved and assigned time does not cost it its place.
-        if tier == Tier::Free {
+        let activity = c.activity;
+        // A thread picked by round robin goes to the back of its activity's
+        // line (assigned time does not cost it its place); an activity given
+        // a turn of free time goes to the back of the activities' line.
+        if !matches!(tier, Tier::Constraint(_)) {
             self.seq += 1;
             c.turn = self.seq;
+        }
+        if tier == Tier::Free {
+            self.seq += 1;
+            self.act_turn.insert(activity, self.seq);
         }
         self.on_vp[vp.index()] = Some(Slot {
             child,
             tier,
-            interval: start,
+            interval: node,
         });
         if vp != GRAPH_VP {
             self.preempt_if_needed(cx);
@@ -739,16 +869,30 @@ impl Scheduler for Rialto {
             s.taken += fresh;
             s.since_admitted += fresh;
         }
+        for d in self.denied.get_mut(&child).into_iter().flatten() {
+            d.taken += fresh;
+        }
         let State::Running(vp) = c.state else {
             return;
         };
         if let Some(Some(slot)) = self.on_vp.get(vp.index()) {
-            if let Tier::Constraint(id) = slot.tier {
-                if self.used_in.0 != slot.interval {
-                    self.used_in = (slot.interval, BTreeMap::new());
+            match slot.tier {
+                Tier::Constraint(id) => {
+                    if self.used_in.0 != slot.interval {
+                        self.used_in = (slot.interval, BTreeMap::new());
+                    }
+                    let u = self.used_in.1.entry(id).or_default();
+                    *u += ran;
                 }
-                let u = self.used_in.1.entry(id).or_default();
-                *u += ran;
+                Tier::SecondChance(a) => {
+                    if let Some(e) = self.second.get_mut(&a) {
+                        e.lost = e.lost.saturating_sub(ran);
+                        if e.lost.is_zero() {
+                            self.second.remove(&a);
+                        }
+                    }
+                }
+                _ => {}
             }
         }
     }
@@ -761,7 +905,13 @@ impl Scheduler for Rialto {
         let name = msg.name.as_str();
         if !matches!(
             name,
-            "reserve" | "release" | "begin_constraint" | "end_constraint"
+            "reserve"
+                | "release"
+                | "begin_constraint"
+                | "end_constraint"
+                | "lock"
+                | "unlock"
+                | "block_on"
         ) {
             return Reply::unknown(self.policy(), msg);
         }
@@ -774,7 +924,8 @@ impl Scheduler for Rialto {
             "reserve" => self.reserve(cx, child, &msg.args),
             "release" => self.release(cx, self.children[child].activity),
             "begin_constraint" => self.begin(cx, child, &msg.args),
-            _ => self.end(cx, child),
+            "end_constraint" => self.end(cx, child),
+            _ => self.mutex_msg(cx, child, name, &msg.args),
         };
         match result {
             Ok(args) => Reply::Ok(args),
@@ -855,6 +1006,29 @@ impl Scheduler for Rialto {
             if !self.served.contains_key(&info.id) {
                 return Err(format!("constraint {} has no accounting", info.id));
             }
+        }
+        for a in self.second.keys().chain(self.act_turn.keys()) {
+            if !self.members.contains_key(a) {
+                return Err(format!("activity {a} is queued but has no thread"));
+            }
+        }
+        for child in self.denied.keys() {
+            if !self.children.contains(*child) {
+                return Err(format!("{child} has denied constraints but left"));
+            }
+        }
+        for (id, c) in self.children.iter() {
+            if self.by_serial.get(&c.serial) != Some(&id) {
+                return Err(format!("{id}'s serial {} is not indexed", c.serial));
+            }
+            for &m in &c.holds {
+                if self.inherit.holder(m) != Some(c.serial) {
+                    return Err(format!("{id} thinks it holds mutex {m}"));
+                }
+            }
+        }
+        if self.by_serial.len() != self.children.iter().count() {
+            return Err("serial index names threads that left".into());
         }
         if self.served.len() != self.book.open().count() {
             return Err("accounting kept for a closed constraint".into());
