@@ -210,10 +210,20 @@ fn exact_refusals() {
     assert_eq!(g.granted('B'), None);
     assert_eq!(g.granted('A'), Some(res(ms(6), ms(10))));
     // 10 ms per 40 ms fits nowhere whole (4 ms left per path), but splits
-    // 4 + 4 + 2 over three depth-2 nodes.
+    // evenly in thirds over three depth-2 nodes (leaving time on every
+    // path, as later shorter-period reservations need).
     let b = g.reserve('B', ms(10), ms(40)).unwrap();
     assert_eq!(b.reservation, res(ms(10), ms(40)));
-    assert_eq!(walk(&g, 2), vec![(Some('A'), 6), (Some('B'), 2), (None, 2)]);
+    let b_runs: Vec<u64> = (0..4)
+        .map(|i| {
+            g.period(i)
+                .iter()
+                .filter(|iv| iv.activity == Some('B'))
+                .map(|iv| iv.run.as_nanos())
+                .sum()
+        })
+        .collect();
+    assert_eq!(b_runs, vec![3_333_334, 3_333_333, 3_333_333, 0]);
     assert_eq!(walk(&g, 3), vec![(Some('A'), 6), (None, 4)]);
     check_guarantee(&g).unwrap();
 }

@@ -583,7 +583,10 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
     }
 
     /// Where `req` could go now: single nodes of depth `k` by decreasing
-    /// label (one per distinct label), else one greedy split.
+    /// label (one per distinct label); else splits: even ones over 2, 3, ...
+    /// of the roomiest nodes (they leave time on every path, which a
+    /// shorter-period reservation placed later needs), then one greedy
+    /// split (fewest parts).
     fn candidates(&self, req: Req) -> Vec<Placement> {
         let k = req.depth;
         let c = self.params.switch_cost.0;
@@ -604,6 +607,28 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
         }
         if !out.is_empty() {
             return out;
+        }
+        // Even splits: `m` parts of (almost) equal size on the `m` roomiest
+        // nodes, each part paying its own switch and reaching the minimum.
+        for m in 2..=nodes.len() as u64 {
+            let share = amount / m;
+            let extra = amount % m;
+            if share < min {
+                break;
+            }
+            let parts: Placement = nodes
+                .iter()
+                .take(m as usize)
+                .enumerate()
+                .map(|(i, &(_, j))| (j, share + u64::from((i as u64) < extra)))
+                .collect();
+            let fits = parts
+                .iter()
+                .zip(&nodes)
+                .all(|(&(_, part), &(label, _))| label >= part.saturating_add(c));
+            if fits {
+                out.push(parts);
+            }
         }
         let mut parts: Placement = Vec::new();
         let mut left = amount;
