@@ -6,11 +6,13 @@
 
 use hsched_core::{Duration, Instant, Msg, Params, ThreadId, Value};
 use hsched_model::{
-    Dist, LogEntry, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
+    Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
     SegmentKind, Target, ThreadSpec,
 };
-use hsched_sim::{run, SimOptions};
 use proptest::prelude::*;
+
+mod common;
+use common::{go, replies, tid};
 
 fn ms(x: u64) -> Duration {
     Duration::from_millis(x)
@@ -87,37 +89,6 @@ fn scenario(
         threads,
         script: vec![],
     }
-}
-
-fn go(scn: &Scenario) -> RunResult {
-    let opts = SimOptions {
-        check_invariants: true,
-        trace: true,
-        ..Default::default()
-    };
-    let r = run(scn, &opts).unwrap();
-    let bad: Vec<_> = r
-        .log
-        .iter()
-        .filter(|e| matches!(e.kind, LogKind::Eject | LogKind::Watchdog))
-        .collect();
-    assert!(bad.is_empty(), "{bad:#?}");
-    r
-}
-
-/// The replies to `name`'s messages, in order.
-fn replies<'a>(r: &'a RunResult, name: &str) -> Vec<&'a LogEntry> {
-    let prefix = format!("`{name}` ->");
-    r.log
-        .iter()
-        .filter(|e| {
-            matches!(e.kind, LogKind::Reply | LogKind::Refused) && e.text.starts_with(&prefix)
-        })
-        .collect()
-}
-
-fn tid(r: &RunResult, name: &str) -> ThreadId {
-    r.threads.iter().find(|t| t.name == name).unwrap().id
 }
 
 /// CPU time `t` received in [a, b).

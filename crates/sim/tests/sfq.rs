@@ -6,8 +6,10 @@ use hsched_model::{
     Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
     SegmentKind, Target, ThreadSpec,
 };
-use hsched_sim::{run, SimOptions};
 use proptest::prelude::*;
+
+mod common;
+use common::go;
 
 const Q: Duration = Duration::from_millis(10);
 
@@ -75,22 +77,6 @@ fn scenario(
         threads,
         script: vec![],
     }
-}
-
-fn go(scn: &Scenario) -> RunResult {
-    let opts = SimOptions {
-        check_invariants: true,
-        trace: true,
-        ..Default::default()
-    };
-    let r = run(scn, &opts).unwrap();
-    let bad: Vec<_> = r
-        .log
-        .iter()
-        .filter(|e| matches!(e.kind, LogKind::Eject | LogKind::Watchdog))
-        .collect();
-    assert!(bad.is_empty(), "{bad:#?}");
-    r
 }
 
 fn cpu(r: &RunResult, name: &str) -> Duration {
