@@ -186,7 +186,6 @@ pub struct Dispatcher {
     pub(crate) notes: VecDeque<Note>,
     pub(crate) log: Vec<LogEntry>,
     pub(crate) decisions: u64,
-    pub(crate) ejected: Vec<SchedId>,
     /// Policies made available beyond the built-in registry.
     pub(crate) plugins: Vec<&'static PolicyInfo>,
     /// Dispatcher timers fired (horizons, policy timers, watchdog).
@@ -224,7 +223,6 @@ impl Dispatcher {
             notes: VecDeque::new(),
             log: Vec::new(),
             decisions: 0,
-            ejected: Vec::new(),
             plugins: Vec::new(),
             fired: 0,
             event: 0,
@@ -244,9 +242,6 @@ impl Dispatcher {
     pub fn now(&self) -> Instant {
         self.now
     }
-    pub fn cpu_count(&self) -> u32 {
-        self.cfg.cpus
-    }
     /// Root-to-leaf decisions made so far.
     pub fn decisions(&self) -> u64 {
         self.decisions
@@ -254,10 +249,6 @@ impl Dispatcher {
     /// Dispatcher timers fired so far (each one an event of the run).
     pub fn timers_fired(&self) -> u64 {
         self.fired
-    }
-    /// Notable events so far (ejections, watchdog, refusals, moves, replies).
-    pub fn log(&self) -> &[LogEntry] {
-        &self.log
     }
     pub fn take_log(&mut self) -> Vec<LogEntry> {
         std::mem::take(&mut self.log)
@@ -287,14 +278,6 @@ impl Dispatcher {
     }
     pub fn thread_name(&self, t: ThreadId) -> &str {
         &self.threads[t.index()].name
-    }
-    /// The thread running on `cpu`, if any.
-    pub fn running(&self, cpu: CpuId) -> Option<ThreadId> {
-        self.cpus[cpu.index()].thread
-    }
-    /// Schedulers ejected so far, in order.
-    pub fn ejected(&self) -> &[SchedId] {
-        &self.ejected
     }
     /// The earliest time `advance` has work to do.
     pub fn next_deadline(&self) -> Option<Instant> {

@@ -105,22 +105,6 @@ impl Dispatcher {
         Ok(id)
     }
 
-    /// Makes a created, detached instance with one VP per CPU the root.
-    pub fn make_root(&mut self, s: SchedId) -> Result<(), String> {
-        if let Some(r) = self.root {
-            return Err(format!("there is already a root, `{}`", self.sched_name(r)));
-        }
-        let inst = self.inst(s).ok_or_else(|| format!("no scheduler {s}"))?;
-        if inst.vps.len() != self.cfg.cpus as usize || inst.links.iter().any(|l| l.is_some()) {
-            return Err(format!(
-                "`{}` must be detached and have one VP per CPU to be the root",
-                inst.name
-            ));
-        }
-        self.install_root(s);
-        Ok(())
-    }
-
     /// Creates the root: an instance holding one VP per physical CPU.
     pub fn create_root(
         &mut self,
@@ -393,7 +377,6 @@ impl Dispatcher {
         let Some(inst) = self.inst(s) else { return };
         let text = format!("ejected `{}` ({}): {why}", inst.name, inst.info.name);
         self.record(LogKind::Eject, text);
-        self.ejected.push(s);
         self.remove_tree(s, false);
     }
 
