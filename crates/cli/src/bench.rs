@@ -1,5 +1,7 @@
-//! `hsched bench`: simulator throughput and the cost of one scheduling
-//! decision per hierarchy level, measured side by side in one run.
+//! `hsched bench`: simulator throughput, the cost of one scheduling
+//! decision per hierarchy level, and the Rialto paper's measurements (the
+//! decision cost against the number of threads, graph construction,
+//! constraint feasibility), measured side by side in one run.
 //!
 //! The machine this runs on may be shared and noisy, so every figure is the
 //! median of several repetitions, and the figures that matter are ratios
@@ -9,6 +11,8 @@
 
 use crate::CliError;
 use hsched_core::{Duration, Instant, Params, Value};
+use hsched_policies::rialto::constraints::{ConstraintId, Constraints, Request};
+use hsched_policies::rialto::graph::{Graph, GraphParams};
 use hsched_sim::{workloads, SimOptions, Simulation};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant as WallClock;
@@ -46,6 +50,86 @@ fn measure_bvt(threads: usize, quanta: u64) -> Result<f64, CliError> {
     Ok(wall / (sim.decisions() - d0).max(1) as f64)
 }
 
+/// Like `measure_bvt`, for `rialto` ([`workloads::rialto`]): a fixed graph
+/// and constraint load, `threads` threads in all.
+fn measure_rialto(threads: usize, quanta: u64) -> Result<f64, CliError> {
+    let horizon = Duration::from_millis(10 * (quanta + quanta / 5) + 1);
+    let scn = workloads::rialto(threads, horizon);
+    let mut sim = Simulation::new(&scn, &SimOptions::default(), &[]).map_err(CliError::Failed)?;
+    sim.run_until(Instant::ZERO + Duration::from_millis(10 * (quanta / 5)));
+    let d0 = sim.decisions();
+    let started = WallClock::now();
+    sim.run_until(Instant::ZERO + horizon);
+    let wall = started.elapsed().as_nanos() as f64;
+    Ok(wall / (sim.decisions() - d0).max(1) as f64)
+}
+
+/// The graph of the paper's switch cost (20us on its PC, §5.1): minimum
+/// interval 200us, round-up 60us, maximum period 1s.
+fn paper_graph() -> Graph<u32> {
+    Graph::new(GraphParams::paper(Duration::from_micros(20)))
+}
+
+/// Fig. 5-1: wall ns of each reservation of the cumulative sequence of
+/// 400us reservations, and whether it rebuilt the graph.
+fn graph_construction() -> Result<Vec<(Duration, bool, f64)>, CliError> {
+    let mut g = paper_graph();
+    let mut out = Vec::new();
+    for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
+        let before = g.clone();
+        let started = WallClock::now();
+        let granted = g.reserve(a as u32, Duration::from_micros(400), period);
+        let wall = started.elapsed().as_nanos() as f64;
+        drop(before);
+        let granted = granted.map_err(|e| {
+            CliError::Failed(format!("Fig. 5-1 reservation {a} ({period}) refused: {e}"))
+        })?;
+        out.push((period, granted.rebuilt, wall));
+    }
+    Ok(out)
+}
+
+/// Fig. 5-2: wall ns of each of `count` feasibility analyses of 300us
+/// constraints due within 3s, with no reservations (everything from one
+/// free node) or on the Fig. 5-1 graph (58 activities, four threads each).
+fn feasibility(with_reservations: bool, count: usize) -> Vec<f64> {
+    let mut g = paper_graph();
+    if with_reservations {
+        for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
+            // The sequence is known to fit: `graph_construction` checks it.
+            let _ = g.reserve(a as u32, Duration::from_micros(400), period);
+        }
+    }
+    let mut book: Constraints<u32, u32> = Constraints::new(g, Duration::from_secs(4));
+    (0..count)
+        .map(|i| {
+            let req = Request {
+                start: Instant::ZERO,
+                estimate: Duration::from_micros(300),
+                deadline: Instant::ZERO + Duration::from_secs(3),
+                critical: false,
+            };
+            let started = WallClock::now();
+            let _ = book.begin(
+                Instant::ZERO,
+                (i % 58) as u32,
+                i as u32,
+                ConstraintId(i as u64),
+                req,
+            );
+            started.elapsed().as_nanos() as f64
+        })
+        .collect()
+}
+
+/// Element-wise best of several repetitions of a series.
+fn best_series(runs: &[Vec<f64>]) -> Vec<f64> {
+    let n = runs.iter().map(Vec::len).min().unwrap_or(0);
+    (0..n)
+        .map(|i| best(&runs.iter().map(|r| r[i]).collect::<Vec<_>>()))
+        .collect()
+}
+
 /// The least disturbed of several repetitions: on a shared machine noise
 /// only ever adds time.
 fn best(v: &[f64]) -> f64 {
@@ -61,8 +145,12 @@ pub fn command(quick: bool) -> Result<(), CliError> {
 
     let counts = [10usize, 1_000, 100_000];
     let levels = [1usize, 2, 3, 4];
+    let rialto_counts = [10usize, 100, 1_000, 10_000];
+    let constraints = 232;
     // A progress bar on stderr; hidden when stderr is not a terminal.
-    let progress = ProgressBar::new((reps * (3 + counts.len() * levels.len())) as u64);
+    let progress = ProgressBar::new(
+        (reps * (3 + counts.len() * levels.len() + rialto_counts.len() + 3)) as u64,
+    );
     progress.set_style(
         ProgressStyle::with_template("{spinner} measuring [{bar:30}] {pos}/{len} runs, {elapsed}")
             .expect("a valid template")
@@ -74,6 +162,9 @@ pub fn command(quick: bool) -> Result<(), CliError> {
     let mut rates = Vec::new();
     let mut table = vec![vec![Vec::new(); levels.len()]; counts.len()];
     let mut bvt = vec![Vec::new(); 2];
+    let mut rialto = vec![Vec::new(); rialto_counts.len()];
+    let (mut construction, mut free_only, mut on_graph) = (Vec::new(), Vec::new(), Vec::new());
+    let mut kinds = Vec::new();
     for _ in 0..reps {
         // Throughput: 100 CPU-bound threads under rr on one CPU (higher is
         // better, so the best is the largest: take the smallest inverse).
@@ -89,6 +180,18 @@ pub fn command(quick: bool) -> Result<(), CliError> {
             bvt[i].push(measure_bvt(n, quanta)?);
             progress.inc(1);
         }
+        for (i, &n) in rialto_counts.iter().enumerate() {
+            rialto[i].push(measure_rialto(n, quanta / 10)?);
+            progress.inc(1);
+        }
+        let run = graph_construction()?;
+        kinds = run.iter().map(|&(p, rebuilt, _)| (p, rebuilt)).collect();
+        construction.push(run.iter().map(|r| r.2).collect::<Vec<_>>());
+        progress.inc(1);
+        free_only.push(feasibility(false, constraints));
+        progress.inc(1);
+        on_graph.push(feasibility(true, constraints));
+        progress.inc(1);
     }
     progress.finish_and_clear();
     let rate = 1.0 / best(&rates);
@@ -97,6 +200,9 @@ pub fn command(quick: bool) -> Result<(), CliError> {
         .map(|row| row.iter().map(|v| best(v)).collect())
         .collect();
     let bvt: Vec<f64> = bvt.iter().map(|v| best(v)).collect();
+    let rialto: Vec<f64> = rialto.iter().map(|v| best(v)).collect();
+    let construction = best_series(&construction);
+    let (free_only, on_graph) = (best_series(&free_only), best_series(&on_graph));
 
     println!();
     println!("simulator throughput, 100 CPU-bound threads under rr (1ms quantum), 1 CPU:");
@@ -148,5 +254,85 @@ pub fn command(quick: bool) -> Result<(), CliError> {
         "  growth from 10 to 100,000 threads: {:.2}x (target: at most 3x)",
         bvt[1] / bvt[0]
     );
+    print_rialto(
+        &rialto_counts,
+        &rialto,
+        &kinds,
+        &construction,
+        &free_only,
+        &on_graph,
+    );
     Ok(())
+}
+
+fn print_rialto(
+    counts: &[usize],
+    decision: &[f64],
+    kinds: &[(Duration, bool)],
+    construction: &[f64],
+    free_only: &[f64],
+    on_graph: &[f64],
+) {
+    println!();
+    println!("rialto: cost of one decision (4 reservations, a periodic constraint, the rest CPU-bound, each thread its own activity), ns:");
+    println!("  {:>10}  {:>9}", "threads", "rialto");
+    for (n, cost) in counts.iter().zip(decision) {
+        println!("  {n:>10}  {cost:>9.0}");
+    }
+    let spread = decision.iter().copied().fold(0.0, f64::max)
+        / decision.iter().copied().fold(f64::INFINITY, f64::min);
+    println!(
+        "  largest over smallest, {} to {} threads: {spread:.2}x (target: at most 1.5x; Rialto §3.1: the decision is independent of the number of threads, activities and constraints)",
+        counts[0],
+        counts[counts.len() - 1]
+    );
+    println!();
+    println!("rialto: Fig. 5-1, time to change the graph for each of 58 cumulative 400us reservations (switch 20us), us:");
+    for (row, chunk) in kinds
+        .iter()
+        .zip(construction)
+        .collect::<Vec<_>>()
+        .chunks(6)
+        .enumerate()
+    {
+        let cells: Vec<String> = chunk
+            .iter()
+            .map(|((period, rebuilt), wall)| {
+                format!(
+                    "{:>9} {} {:>7.1}",
+                    period.to_string(),
+                    if *rebuilt { "R" } else { "i" },
+                    *wall / 1e3
+                )
+            })
+            .collect();
+        println!("  {:>2}: {}", row * 6 + 1, cells.join("  "));
+    }
+    let mean = |v: Vec<f64>| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let of = |r: bool| -> Vec<f64> {
+        kinds
+            .iter()
+            .zip(construction)
+            .filter(|((_, rebuilt), _)| *rebuilt == r)
+            .map(|(_, w)| *w)
+            .collect()
+    };
+    let (inc, reb) = (of(false), of(true));
+    println!(
+        "  (i: incremental, R: full rebuild) {} incremental, mean {:.1} us; {} rebuilds, mean {:.1} us (paper: 19us for a one-node incremental change on a 200MHz Pentium Pro)",
+        inc.len(),
+        mean(inc.clone()) / 1e3,
+        reb.len(),
+        mean(reb.clone()) / 1e3
+    );
+    println!();
+    println!("rialto: Fig. 5-2, time of one feasibility analysis (300us due within 3s) by constraints already accepted, us:");
+    println!(
+        "  {:>11}  {:>14}  {:>16}",
+        "constraints", "no reservations", "Fig. 5-1 graph"
+    );
+    for k in [1usize, 25, 50, 100, 150, 200, 232] {
+        let at = |v: &[f64]| v.get(k - 1).copied().unwrap_or(f64::NAN) / 1e3;
+        println!("  {k:>11}  {:>14.2}  {:>16.2}", at(free_only), at(on_graph));
+    }
 }

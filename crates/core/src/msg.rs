@@ -48,6 +48,17 @@ pub enum Reply {
     Err(String),
 }
 
+/// `ok` or `ok: amount=4ms, period=20ms`; `refused: why`.
+impl fmt::Display for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reply::Ok(p) if p.is_empty() => f.write_str("ok"),
+            Reply::Ok(p) => write!(f, "ok: {p}"),
+            Reply::Err(e) => write!(f, "refused: {e}"),
+        }
+    }
+}
+
 impl Reply {
     pub fn ok() -> Self {
         Reply::Ok(Params::new())

@@ -22,7 +22,8 @@ pub struct RunResult {
     /// Wall-clock time the run took, in nanoseconds (not deterministic; kept
     /// out of traces).
     pub wall_ns: u64,
-    /// One row per job of periodic threads.
+    /// One row per job: of periodic timers, `randres` deadlines and
+    /// `constraints` time constraints.
     pub jobs: Vec<JobRecord>,
     /// Notable things that happened: ejections, watchdog, refusals, script steps, replies.
     pub log: Vec<LogEntry>,
@@ -81,6 +82,10 @@ pub struct JobRecord {
     /// Completion (None: unfinished at the horizon).
     pub finish: Option<Instant>,
     pub deadline: Instant,
+    /// What the job's scheduler answered when the job asked it for time
+    /// (a `randres` reservation, a `constraints` time constraint): `true`
+    /// accepted, `false` refused; `None` for a job that asked nothing.
+    pub admitted: Option<bool>,
 }
 
 impl JobRecord {

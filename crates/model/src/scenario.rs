@@ -88,6 +88,10 @@ pub struct Program {
 pub enum Op {
     /// Use the CPU for this long (CPU time, not wall time).
     Run(Dist),
+    /// Use the CPU whenever scheduled until this much wall time has
+    /// passed (rt-app's `runtime`): a thread that busy-waits on the clock,
+    /// so what it gets depends on its scheduler, not on a fixed amount.
+    Spin(Dist),
     /// Block for this long.
     Sleep(Dist),
     /// Block involuntarily for this long (a page fault): like `Sleep`, but
@@ -124,6 +128,10 @@ pub enum Op {
     /// The BVT paper's real-time test program: a sequence of deadlines, each
     /// a job (see [`Randres`]).
     Randres(Randres),
+    /// The Rialto paper's constraint stress test program: a sequence of
+    /// time constraints asked of the thread's scheduler, each a job (see
+    /// [`ConstraintLoad`]).
+    Constraints(ConstraintLoad),
 }
 
 /// The `randres` test program of the BVT paper (Duda & Cheriton, SOSP '99,
@@ -184,6 +192,85 @@ impl Randres {
             need.saturating_add(magnitude)
         } else {
             need.saturating_sub(magnitude)
+        }
+    }
+}
+
+/// The `constraints` test program: the constraint stress test of the Rialto
+/// paper (Jones, Roşu & Roşu, SOSP '97, §5.4), a thread that keeps issuing
+/// time constraints (§2.4, `BeginConstraint` / `EndConstraint`) with random
+/// parameters to its scheduler and doing the work each one covers.
+///
+/// Iteration `i` begins at the instant `issue` (the operation's start, then
+/// the end of the previous iteration's gap). Drawn from the thread's stream,
+/// in this order:
+/// - a coin, an integer uniform on `0..1000`: the constraint is immediate
+///   when it is below `immediate`;
+/// - `s`: a `start` draw, replaced by 0 for an immediate constraint (drawn
+///   either way, so that `immediate` does not shift the later draws);
+/// - `w = max(window draw, 1ns)`: deadline minus start;
+/// - `e`: the estimate, uniform on the integer nanoseconds `[0, w]`;
+/// - `f`: uniform on the integers `[work[0], work[1]]`, thousandths; the
+///   actual work is `a = e * f / 1000`, rounded down ([`Self::work_for`]).
+///
+/// At `issue` the thread sends `begin_constraint { start = s, estimate = e,
+/// deadline = s + w, relative = true }` to its scheduler and its job is
+/// released, with deadline `issue + s + w`. It sleeps until `issue + s`,
+/// runs `a` of CPU time whether or not the constraint was granted (the
+/// paper's program does its work either way), sends `end_constraint`, and
+/// the job is finished. A `gap` draw later the next iteration begins.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ConstraintLoad {
+    /// Probability that a constraint starts at once, in thousandths,
+    /// `0..=1000` (paper: half are immediate, 500).
+    pub immediate: u32,
+    /// The start `s`, from when the constraint is issued, of one that is not
+    /// immediate (paper: uniform on 0..1s).
+    pub start: Dist,
+    /// The window `w`, deadline minus start (paper: uniform on 1ms..1s).
+    pub window: Dist,
+    /// `[lo, hi]`: the actual work as a fraction of the estimate, in
+    /// thousandths, `lo <= hi <= WORK_MAX` (paper: 50% to 100%, `[500,
+    /// 1000]`). Above 1000 a constraint overruns its estimate.
+    pub work: [u32; 2],
+    /// Time between the end of one constraint and the issue of the next.
+    pub gap: Dist,
+    /// How many constraints (`None`: until the horizon).
+    pub count: Option<u64>,
+}
+
+impl ConstraintLoad {
+    /// `immediate` and `work` are in thousandths.
+    pub const SCALE: u32 = 1000;
+    /// The largest `work` fraction: 100 times the estimate.
+    pub const WORK_MAX: u32 = 100 * Self::SCALE;
+
+    /// `a = e * f / 1000`, rounded down, for an estimate and a fraction in
+    /// thousandths (integer arithmetic, saturating).
+    pub fn work_for(estimate: Duration, permille: u32) -> Duration {
+        let a = u128::from(estimate.as_nanos()) * u128::from(permille) / u128::from(Self::SCALE);
+        Duration(u64::try_from(a).unwrap_or(u64::MAX))
+    }
+}
+
+impl Default for ConstraintLoad {
+    /// The paper's test: half immediate, the others starting uniformly in
+    /// 0..1s; windows of 1ms..1s; work of 50% to 100% of the estimate; no
+    /// gap; until the horizon.
+    fn default() -> Self {
+        ConstraintLoad {
+            immediate: 500,
+            start: Dist::Uniform {
+                min: Duration::ZERO,
+                max: Duration::from_secs(1),
+            },
+            window: Dist::Uniform {
+                min: Duration::from_millis(1),
+                max: Duration::from_secs(1),
+            },
+            work: [500, 1000],
+            gap: Dist::Fixed(Duration::ZERO),
+            count: None,
         }
     }
 }

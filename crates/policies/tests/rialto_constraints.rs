@@ -313,12 +313,47 @@ fn switch_time_is_never_assigned() {
     g.reserve('A', ms(4), ms(10)).unwrap(); // switch [0,1), A [1,5), free [5,10)
     let mut c: Constraints<char, u32> = Constraints::new(g, Duration::from_secs(1));
     assert!(c
-        .begin(at(0), 'A', 1, id(1), req(0, ms(9) + Duration(1), 10, false))
+        .begin(at(0), 'A', 1, id(1), req(0, ms(7) + Duration(1), 10, false))
         .is_err());
-    c.begin(at(0), 'A', 1, id(1), req(0, ms(9), 10, false))
+    c.begin(at(0), 'A', 1, id(1), req(0, ms(7), 10, false))
         .unwrap();
     assert_eq!(pieces(&c), vec![(1, 5, 1), (5, 10, 1)]);
     assert_eq!(c.assigned_at(Instant(500_000)), vec![]);
+    c.check_invariants().unwrap();
+}
+
+/// Every piece pays the switch into it from its own length, on top of
+/// the estimate.
+#[test]
+fn pieces_pay_for_the_switch_into_them() {
+    let p = GraphParams {
+        base_period: Some(ms(10)),
+        switch_cost: ms(1),
+        ..GraphParams::default()
+    };
+    let mut g = Graph::new(p);
+    g.reserve('A', ms(4), ms(10)).unwrap(); // switch [0,1), A [1,5), free [5,10)
+    let mut c: Constraints<char, u32> = Constraints::new(g, Duration::from_secs(1));
+    // B has no reservation: free time only.
+    let b = c
+        .begin(at(0), 'B', 2, id(2), req(0, ms(3), 10, false))
+        .unwrap();
+    assert_eq!((b.estimate, b.overhead), (ms(3), ms(1)));
+    assert_eq!(pieces(&c), vec![(5, 9, 2)]);
+    // A: its own intervals first, then free time; a piece too short to
+    // hold more than its switch ([9, 10)) is passed over.
+    let a = c
+        .begin(at(0), 'A', 1, id(1), req(0, ms(9), 20, false))
+        .unwrap();
+    assert_eq!(a.overhead, ms(3));
+    assert_eq!(
+        pieces(&c),
+        vec![(1, 5, 1), (5, 9, 2), (11, 15, 1), (15, 19, 1)]
+    );
+    // [19, 20) is left: room for a switch, not for any work.
+    assert!(c
+        .begin(at(0), 'B', 3, id(3), req(15, Duration(1), 20, false))
+        .is_err());
     c.check_invariants().unwrap();
 }
 
@@ -408,7 +443,7 @@ proptest! {
                     match c.begin(at(now), act, thread, ConstraintId(next), r) {
                         Ok(a) => {
                             let me = ConstraintId(next);
-                            prop_assert_eq!(c.assigned_between(me, a.start, a.deadline), a.estimate);
+                            prop_assert_eq!(c.assigned_between(me, a.start, a.deadline), a.estimate + a.overhead);
                             prop_assert!(a.estimate >= r.estimate);
                             prop_assert!(a.start >= r.start && a.start >= at(now));
                             prop_assert!(a.deadline <= r.deadline);
@@ -456,7 +491,7 @@ proptest! {
                 let sum = sums.get(&i.id).copied().unwrap_or(0);
                 prop_assert_eq!(sum, i.guaranteed.0);
                 if !touched.contains(&i.id) {
-                    prop_assert_eq!(sum, i.estimate.0);
+                    prop_assert_eq!(sum, (i.estimate + i.overhead).0);
                 }
             }
         }

@@ -1,9 +1,10 @@
 //! The `rialto` policy through the test harness: the protocol rules under
-//! random runs (mutex and constraint messages included), reservations
+//! random runs (mutex, constraint and RPC messages included), reservations
 //! refused with a reason, the graph followed on one CPU, the §4.6 selection
-//! rules, the §4.5 second-chance queue and §4.2 inheritance.
+//! rules and their round-robin order, the §4.5 second-chance queue and §4.2
+//! inheritance across mutexes and RPCs.
 
-use hsched_core::{Duration, Msg, Params, Reply, Value};
+use hsched_core::{ChildId, Dispatch, Duration, Instant, Msg, Params, ParentVp, Reply, Value};
 use hsched_policies::rialto::graph::GraphParams;
 use hsched_policies::rialto::Rialto;
 use hsched_policies::testkit::{Harness, Parent, Step};
@@ -156,6 +157,17 @@ proptest! {
                 if let Some(m) = m {
                     let _ = h.message(Some(child), &m);
                 }
+                let other = kids[(i * 5 + 3) % kids.len()];
+                let port = (i / 11 % 2) as i64;
+                let r = match i % 11 {
+                    2 => Some(rpc("rpc_serve", port)),
+                    5 | 9 => Some(rpc("rpc_call", port)),
+                    8 => Some(Msg::new("rpc_reply")),
+                    _ => None,
+                };
+                if let Some(r) = r {
+                    let _ = h.message(Some(other), &r);
+                }
             }
             if parent != Parent::Manual {
                 h.assert_work_conserving();
@@ -173,6 +185,10 @@ fn begin(estimate: Duration, deadline: Duration) -> Msg {
 
 fn mutex(name: &str, m: i64) -> Msg {
     Msg::new(name).arg("mutex", Value::Int(m))
+}
+
+fn rpc(name: &str, port: i64) -> Msg {
+    Msg::new(name).arg("port", Value::Int(port))
 }
 
 /// §4.6 rule 5: free time goes round robin among activities, not threads;
@@ -293,9 +309,12 @@ fn mutex_holder_inherits_the_waiters_constraint() {
         panic!("unlock refused");
     };
     assert!(r.bool("handed_over"));
+    // Awake again, the waiter runs at once what the holder left of the
+    // constraint's 20ms.
+    let w0 = h.cpu_time(waiter);
     h.wake(waiter);
     h.advance(ms(5));
-    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(waiter));
+    assert_eq!(h.cpu_time(waiter) - w0, ms(5));
     assert!(!h.message(Some(holder), &mutex("unlock", 7)).is_ok());
     assert!(h.message(Some(waiter), &mutex("unlock", 7)).is_ok());
 }
@@ -366,4 +385,188 @@ fn inheritance_starts_when_the_waiter_blocks() {
     // Handed on to the constrained waiter, which may now unlock it.
     assert!(h.message(Some(waiter), &mutex("unlock", 1)).is_ok());
     assert!(!h.message(Some(waiter), &mutex("unlock", 1)).is_ok());
+}
+
+/// The children run on VP 0 by the decisions recorded, in order.
+fn runs(h: &Harness<Rialto>) -> Vec<ChildId> {
+    h.decisions()
+        .iter()
+        .filter(|d| d.vp == ParentVp(0))
+        .filter_map(|d| match d.dispatch {
+            Dispatch::Run { child, .. } => Some(child),
+            _ => None,
+        })
+        .collect()
+}
+
+/// §3.5, §4.6 rule 5: free time is plain round robin among activities. An
+/// activity none of whose threads waited or ran takes a fresh turn at the
+/// back of the queue when one wakes: a briefly sleeping activity does not
+/// jump ahead of the CPU-bound ones (the paper's Fig. 5-5 response of
+/// about 50 + 50N ms rests on this).
+#[test]
+fn a_waking_activity_goes_to_the_back_of_the_round_robin() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let s = h.register(&act("s")).unwrap();
+    let [a, b, c] = ["a", "b", "c"].map(|n| h.register(&act(n)).unwrap());
+    for t in [s, a, b, c] {
+        h.wake(t);
+    }
+    h.advance(ms(5));
+    assert_eq!(h.running_on(ParentVp(0)), Some(s));
+    // 10ms quanta from 5ms: a, b, c, a, then b from 45ms.
+    h.block(s);
+    h.advance(ms(42));
+    assert_eq!(h.running_on(ParentVp(0)), Some(b));
+    h.clear_decisions();
+    h.wake(s);
+    h.advance(ms(47));
+    // `s` queues behind every activity that had a turn since it slept, the
+    // one running when it woke included (it went to the back when picked).
+    assert_eq!(runs(&h), vec![c, a, b, s]);
+}
+
+/// §3.4: within an activity too, a thread that wakes takes a fresh turn at
+/// the back of its activity's line.
+#[test]
+fn a_waking_thread_goes_to_the_back_of_its_activitys_line() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let [t1, t2, t3] = [(); 3].map(|_| h.register(&act("m")).unwrap());
+    for t in [t1, t2, t3] {
+        h.wake(t);
+    }
+    h.advance(ms(5));
+    assert_eq!(h.running_on(ParentVp(0)), Some(t1));
+    // 10ms quanta from 5ms: t2, then t3 from 15ms.
+    h.block(t1);
+    h.advance(ms(12));
+    assert_eq!(h.running_on(ParentVp(0)), Some(t3));
+    h.clear_decisions();
+    h.wake(t1);
+    h.advance(ms(37));
+    assert_eq!(runs(&h), vec![t2, t3, t1]);
+}
+
+/// CPU time `child` received in `[a, b)` (finished segments).
+fn ran_in(h: &Harness<Rialto>, child: ChildId, a: Instant, b: Instant) -> Duration {
+    Duration(
+        h.segments()
+            .iter()
+            .filter(|s| s.child == child && s.start < b && s.end > a)
+            .map(|s| (s.end.min(b) - s.start.max(a)).0)
+            .sum(),
+    )
+}
+
+/// §4.2 RPC: while it serves a call, the server is scheduled in the
+/// caller's activity: it runs in the caller's reserved intervals (5ms in
+/// every 10ms here) while the caller is blocked; after the reply it is back
+/// in its own activity. Refusals say why.
+#[test]
+fn an_rpc_server_runs_in_the_callers_activity() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let client = h.register(&act("c")).unwrap();
+    let server = h.register(&act("s")).unwrap();
+    let [x, y] = ["x", "y"].map(|n| h.register(&act(n)).unwrap());
+    let own = h.sched().activity_of(server).unwrap();
+    let callers = h.sched().activity_of(client).unwrap();
+    assert!(h.message(Some(client), &reserve(ms(5), ms(10))).is_ok());
+    assert!(h.message(Some(server), &rpc("rpc_serve", 1)).is_ok());
+    for (from, m, why) in [
+        (x, rpc("rpc_serve", 1), "already has a server"),
+        (client, rpc("rpc_call", 2), "no server"),
+        (server, rpc("rpc_call", 1), "itself"),
+        (client, Msg::new("rpc_reply"), "serves no call"),
+    ] {
+        let Reply::Err(e) = h.message(Some(from), &m) else {
+            panic!("`{}` accepted", m.name);
+        };
+        assert!(e.contains(why), "{e}");
+    }
+    for t in [server, x, y, client] {
+        h.wake(t);
+    }
+    h.advance(ms(30));
+    assert!(h.message(Some(client), &rpc("rpc_call", 1)).is_ok());
+    assert_eq!(h.sched().scheduled_in(server), Some(callers));
+    let Reply::Err(e) = h.message(Some(x), &rpc("rpc_call", 1)) else {
+        panic!("a busy server took a second call");
+    };
+    assert!(e.contains("busy"), "{e}");
+    h.block(client);
+    let from = h.now() + ms(10);
+    h.advance(ms(100));
+    for t in (0..80).map(|k| from + Duration::from_micros(k * 1000)) {
+        let got = ran_in(&h, server, t, t + ms(10));
+        assert!(got >= ms(5), "window at {t}: {got}");
+    }
+    assert!(h.message(Some(server), &Msg::new("rpc_reply")).is_ok());
+    assert_eq!(h.sched().scheduled_in(server), Some(own));
+    let from = h.now() + ms(10);
+    h.advance(ms(100));
+    let short = (0..80)
+        .map(|k| from + Duration::from_micros(k * 1000))
+        .filter(|&t| ran_in(&h, server, t, t + ms(10)) < ms(5))
+        .count();
+    assert!(short > 0, "the server kept the caller's reserved time");
+    h.assert_work_conserving();
+}
+
+/// §4.2 RPC: a caller with a constraint that blocks in a call passes the
+/// constraint to the server, as to a mutex holder.
+#[test]
+fn an_rpc_server_inherits_the_blocked_callers_constraint() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let hog = h.register(&act("x")).unwrap();
+    let client = h.register(&act("c")).unwrap();
+    let server = h.register(&act("s")).unwrap();
+    assert!(h.message(Some(server), &rpc("rpc_serve", 4)).is_ok());
+    h.wake(hog);
+    h.wake(server);
+    h.wake(client);
+    assert!(h.message(Some(client), &begin(ms(20), ms(100))).is_ok());
+    assert_eq!(h.running_on(ParentVp(0)), Some(client));
+    assert!(h.message(Some(client), &rpc("rpc_call", 4)).is_ok());
+    h.block(client);
+    assert_eq!(h.running_on(ParentVp(0)), Some(server));
+    let now = h.now();
+    assert_eq!(h.horizon(ParentVp(0)), Some(now + ms(20)));
+    h.advance(ms(5));
+    // The reply ends the inherited run: the decision is made again.
+    assert!(h.message(Some(server), &Msg::new("rpc_reply")).is_ok());
+    assert_eq!(h.horizon(ParentVp(0)), Some(h.now() + ms(10)));
+}
+
+/// A thread that leaves ends the calls it is in: a caller's server goes
+/// back to its own activity and can be called again; a server's caller is
+/// no longer blocked.
+#[test]
+fn leaving_ends_the_calls_a_thread_is_in() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let client = h.register(&act("c")).unwrap();
+    let server = h.register(&act("s")).unwrap();
+    let other = h.register(&act("o")).unwrap();
+    let own = h.sched().activity_of(server).unwrap();
+    for t in [client, server, other] {
+        h.wake(t);
+    }
+    assert!(h.message(Some(server), &rpc("rpc_serve", 1)).is_ok());
+    assert!(h.message(Some(client), &rpc("rpc_call", 1)).is_ok());
+    h.advance(ms(25));
+    h.unregister(client);
+    assert_eq!(h.sched().scheduled_in(server), Some(own));
+    assert!(h.message(Some(other), &rpc("rpc_call", 1)).is_ok());
+    let Reply::Err(e) = h.message(Some(other), &mutex("lock", 3)) else {
+        panic!("a thread blocked in a call took a mutex");
+    };
+    assert!(e.contains("blocked"), "{e}");
+    h.advance(ms(25));
+    h.unregister(server);
+    // The call is over and the port closed with its server.
+    assert!(h.message(Some(other), &mutex("lock", 3)).is_ok());
+    let Reply::Err(e) = h.message(Some(other), &rpc("rpc_call", 1)) else {
+        panic!("a port without a server took a call");
+    };
+    assert!(e.contains("no server"), "{e}");
+    h.assert_work_conserving();
 }

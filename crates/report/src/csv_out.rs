@@ -1,4 +1,5 @@
-//! The per-job CSV: one row per job of a periodic thread.
+//! The per-job CSV: one row per job (of a periodic timer, a `randres`
+//! deadline, a `constraints` time constraint).
 //!
 //! Columns, always in this order, header always written (even with no jobs):
 //!
@@ -13,6 +14,7 @@
 //! | `deadline_ns` | absolute deadline |
 //! | `missed` | `true` / `false`, as in the metrics (unfinished counts once its deadline is before the horizon) |
 //! | `lateness_ns` | `finish_ns - deadline_ns`, negative when early; empty if unfinished |
+//! | `admitted` | `true` / `false`: whether the job's scheduler accepted what the job asked of it (a `randres` reservation, a `constraints` time constraint); empty for a job that asked nothing |
 //!
 //! Rows keep the order of `RunResult::jobs`.
 
@@ -23,7 +25,7 @@ use hsched_model::RunResult;
 use std::io::Write;
 
 /// The header row.
-pub const JOBS_CSV_HEADER: [&str; 9] = [
+pub const JOBS_CSV_HEADER: [&str; 10] = [
     "thread",
     "job",
     "release_ns",
@@ -33,6 +35,7 @@ pub const JOBS_CSV_HEADER: [&str; 9] = [
     "deadline_ns",
     "missed",
     "lateness_ns",
+    "admitted",
 ];
 
 /// Writes the job CSV of `result` to `writer`.
@@ -57,6 +60,7 @@ pub fn jobs_csv<W: Write>(result: &RunResult, writer: W) -> Result<(), ReportErr
             j.deadline.as_nanos().to_string(),
             j.missed(end).to_string(),
             opt(j.lateness_ns()),
+            opt(j.admitted),
         ])?;
     }
     out.flush()?;

@@ -2,7 +2,7 @@
 //!
 //! - [`metrics()`] / [`metrics_json`]: per-thread, per-scheduler and global
 //!   numbers as JSON with stable keys (the key table is in [`mod@metrics`]);
-//! - [`jobs_csv()`]: one CSV row per job of a periodic thread;
+//! - [`jobs_csv()`]: one CSV row per job (periodic, `randres`, `constraints`);
 //! - [`perfetto_trace()`]: the timeline as Chrome trace-event JSON, which opens
 //!   in the Perfetto UI and in chrome://tracing (one track per CPU);
 //! - [`summary()`]: the human-readable table `hsched sim` prints by default.

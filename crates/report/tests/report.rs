@@ -216,15 +216,38 @@ fn metrics_json_snapshot() {
 #[test]
 fn jobs_csv_rows_are_exact() {
     let expected = "\
-thread,job,release_ns,start_ns,finish_ns,response_ns,deadline_ns,missed,lateness_ns
-video,0,0,10000,2000000,2000000,5000000,false,-3000000
-audio,0,1000000,1000250,1500250,500250,3000000,false,-1499750
-video,1,5000000,6000500,8000500,3000500,8000000,true,500
-audio,1,5000000,5000250,5500250,500250,7000000,false,-1499750
-video,2,9500000,,,,9900000,true,
-audio,2,9000000,,,,11000000,false,
+thread,job,release_ns,start_ns,finish_ns,response_ns,deadline_ns,missed,lateness_ns,admitted
+video,0,0,10000,2000000,2000000,5000000,false,-3000000,
+audio,0,1000000,1000250,1500250,500250,3000000,false,-1499750,
+video,1,5000000,6000500,8000500,3000500,8000000,true,500,
+audio,1,5000000,5000250,5500250,500250,7000000,false,-1499750,
+video,2,9500000,,,,9900000,true,,
+audio,2,9000000,,,,11000000,false,,
 ";
     assert_eq!(csv_of(&fixture::result()), expected);
+}
+
+#[test]
+fn jobs_csv_admitted_is_the_last_column() {
+    let mut r = fixture::result();
+    // Periodic jobs ask nothing (empty); a job whose request was accepted,
+    // and one whose request was refused.
+    r.jobs[1].admitted = Some(true);
+    r.jobs[4].admitted = Some(false);
+    let text = csv_of(&r);
+    let lines: Vec<_> = text.lines().collect();
+    assert!(lines[0].ends_with(",lateness_ns,admitted"), "{}", lines[0]);
+    assert_eq!(
+        lines[2],
+        "audio,0,1000000,1000250,1500250,500250,3000000,false,-1499750,true"
+    );
+    assert_eq!(lines[5], "video,2,9500000,,,,9900000,true,,false");
+    assert!(lines[1].ends_with(",-3000000,"), "{}", lines[1]);
+    // Every row has as many cells as the header.
+    let cells = |l: &str| l.split(',').count();
+    assert!(lines
+        .iter()
+        .all(|l| cells(l) == hsched_report::csv_out::JOBS_CSV_HEADER.len()));
 }
 
 #[test]

@@ -1,15 +1,26 @@
-//! Workload programs: the operations a thread runs (`run`, `sleep`,
-//! `fault`, `periodic`, `lock`, `unlock`, `yield`, `msg`, `loop`, `randres`)
-//! and the duration distributions they draw from.
+//! Workload programs: the operations a thread runs (`run`, `spin`, `sleep`,
+//! `fault`, `periodic`, `lock`, `unlock`, `yield`, `msg`, `loop`, `randres`,
+//! `constraints`) and the duration distributions they draw from.
 
 use crate::error::{did_you_mean, Fail, Span};
 use crate::tree::{index_path, Kind, Node, RawParam};
 use hsched_core::{Duration, Msg, Params, Value};
-use hsched_model::{Dist, ErrorMode, Op, Randres, Target};
+use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target};
 use std::collections::BTreeSet;
 
 pub(crate) const OP_KEYS: &[&str] = &[
-    "run", "sleep", "fault", "periodic", "lock", "unlock", "yield", "msg", "loop", "randres",
+    "run",
+    "spin",
+    "sleep",
+    "fault",
+    "periodic",
+    "lock",
+    "unlock",
+    "yield",
+    "msg",
+    "loop",
+    "randres",
+    "constraints",
 ];
 
 const DIST_HELP: &str = "a distribution is one of: { uniform = [\"1ms\", \"3ms\"] }, { exponential = \"2ms\", max = \"20ms\" }, { normal = \"5ms\", sd = \"1ms\", min = \"1ms\", max = \"9ms\" }";
@@ -76,9 +87,11 @@ fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
     let v = &entry.value;
     Ok(match entry.key.as_str() {
         "run" => Op::Run(dist(v, &p)?),
+        "spin" => Op::Spin(dist(v, &p)?),
         "sleep" => Op::Sleep(dist(v, &p)?),
         "fault" => Op::Fault(dist(v, &p)?),
         "randres" => Op::Randres(randres(v, &p)?),
+        "constraints" => Op::Constraints(constraints(v, &p)?),
         "lock" => {
             let name = v.name(&p, "a mutex name")?;
             refs.locks.insert(name.to_string());
@@ -117,7 +130,7 @@ fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
                 return Err(Fail::new(
                     &body_node.span,
                     &t.key_path("body"),
-                    "a loop without `count` repeats forever, so its body must take time: expected a `run`, `sleep` or `fault` that can last more than zero, a `periodic`, or a `randres`",
+                    "a loop without `count` repeats forever, so its body must take time: expected a `run`, `spin`, `sleep` or `fault` that can last more than zero, a `periodic`, or a `randres` or `constraints` that can take time",
                 ));
             }
             Op::Loop { count, body }
@@ -309,6 +322,129 @@ fn randres(v: &Node, p: &str) -> Result<Randres, Fail> {
     })
 }
 
+const CONSTRAINTS_KEYS: &[&str] = &["immediate", "start", "window", "work", "gap", "count"];
+
+const CONSTRAINTS_HELP: &str = "every key has a default (the paper's test is { constraints = {} }), e.g. { constraints = { immediate = \"0.5\", start = [\"0s\", \"1s\"], window = [\"1ms\", \"1s\"], work = [\"0.5\", \"1\"], gap = \"0s\", count = 100 } }";
+
+const IMMEDIATE: Decimal<'static> = Decimal {
+    what: "a probability in [0, 1] as a string, e.g. \"0.5\"",
+    help: "the fraction of constraints that start as soon as they are issued (paper: half); written as a string with at most 3 decimal places so that it is exact (no floats)",
+    example: "immediate = \"0.5\"",
+    max: ConstraintLoad::SCALE,
+};
+
+const WORK: Decimal<'static> = Decimal {
+    what: "a fraction of the estimate as a string, at most \"100\", e.g. \"0.5\"",
+    help: "the work done is the estimate times a fraction drawn from [lo, hi] (paper: [\"0.5\", \"1\"]); above 1 a constraint overruns its estimate; written as strings with at most 3 decimal places so that they are exact (no floats)",
+    example: "work = [\"0.5\", \"1\"]",
+    max: ConstraintLoad::WORK_MAX,
+};
+
+/// The Rialto paper's constraint stress test (§5.4).
+fn constraints(v: &Node, p: &str) -> Result<ConstraintLoad, Fail> {
+    let t = v
+        .table(
+            p,
+            "a table: { immediate = \"0.5\", window = [\"1ms\", \"1s\"], ... }",
+        )
+        .map_err(|e| e.help(CONSTRAINTS_HELP))?;
+    t.only(CONSTRAINTS_KEYS)?;
+    let paper = ConstraintLoad::default();
+    let immediate = match t.get("immediate") {
+        Some(n) => thousandths(n, &t.key_path("immediate"), &IMMEDIATE)?,
+        None => paper.immediate,
+    };
+    let start = match t.get("start") {
+        Some(n) => range(n, &t.key_path("start"))?,
+        None => paper.start,
+    };
+    let window = match t.get("window") {
+        Some(n) => {
+            let window = range(n, &t.key_path("window"))?;
+            if dist_max(&window).is_zero() {
+                return Err(Fail::new(
+                    &n.span,
+                    &t.key_path("window"),
+                    "a deadline comes after its start: expected a window that can be more than zero",
+                ));
+            }
+            window
+        }
+        None => paper.window,
+    };
+    let work = match t.get("work") {
+        Some(n) => work(n, &t.key_path("work"))?,
+        None => paper.work,
+    };
+    let gap = match t.get("gap") {
+        Some(n) => range(n, &t.key_path("gap"))?,
+        None => paper.gap,
+    };
+    let count = match t.get("count") {
+        Some(n) => Some(n.count(&t.key_path("count"))?),
+        None => None,
+    };
+    let c = ConstraintLoad {
+        immediate,
+        start,
+        window,
+        work,
+        gap,
+        count,
+    };
+    // Without `count` it repeats until the horizon, which it never reaches
+    // if no iteration can take time.
+    if count.is_none() && !constraint_takes_time(&c) {
+        return Err(Fail::new(
+            &v.span,
+            p,
+            "without `count` it repeats until the horizon, so a constraint must be able to take time: expected a `start` (with `immediate` below 1), a `work` or a `gap` that can be more than zero",
+        )
+        .help(CONSTRAINTS_HELP));
+    }
+    Ok(c)
+}
+
+/// `work`: a pair `[lo, hi]` of fractions of the estimate, or one fraction.
+fn work(node: &Node, path: &str) -> Result<[u32; 2], Fail> {
+    let Kind::Array(a) = &node.kind else {
+        let f = thousandths(node, path, &WORK)?;
+        return Ok([f, f]);
+    };
+    let what = "two fractions [lo, hi] of the estimate, e.g. [\"0.5\", \"1\"]";
+    let [lo, hi] = a.as_slice() else {
+        return Err(Fail::new(
+            &node.span,
+            path,
+            format!("expected {what}, found {} element(s)", a.len()),
+        )
+        .help("or one fraction (\"0.75\"): every constraint then does that much"));
+    };
+    let min = thousandths(lo, &index_path(path, 0), &WORK)?;
+    let max = thousandths(hi, &index_path(path, 1), &WORK)?;
+    if min > max {
+        return Err(Fail::new(
+            &hi.span,
+            &index_path(path, 1),
+            format!(
+                "max {} is below min {}: expected [min, max] with min <= max",
+                decimal_text(max),
+                decimal_text(min)
+            ),
+        ));
+    }
+    Ok([min, max])
+}
+
+/// Whether an iteration of `c` can make time pass: a start after the issue,
+/// some work (the window drawn as 0 counts as 1ns), or a gap.
+fn constraint_takes_time(c: &ConstraintLoad) -> bool {
+    let start = c.immediate < ConstraintLoad::SCALE && !dist_max(&c.start).is_zero();
+    let window = dist_max(&c.window).max(Duration(1));
+    let work = !ConstraintLoad::work_for(window, c.work[1]).is_zero();
+    start || work || !dist_max(&c.gap).is_zero()
+}
+
 /// A pair `[min, max]` (uniform, the paper's form), a fixed duration, or a
 /// distribution table.
 fn range(node: &Node, path: &str) -> Result<Dist, Fail> {
@@ -339,40 +475,75 @@ fn range(node: &Node, path: &str) -> Result<Dist, Fail> {
 /// The paper's `f` in `[0, 1)` as thousandths: a string holding a decimal
 /// with at most three places (`"0.54"` is 540), or the integer 0.
 fn fussiness(node: &Node, path: &str) -> Result<u32, Fail> {
-    const WHAT: &str = "a decimal in [0, 1) as a string, e.g. \"0.54\"";
-    const HELP: &str = "the paper's f: 0 runs anywhere between deadlines, closer to 1 only just before the deadline; written as a string with at most 3 decimal places so that it is exact (no floats)";
+    thousandths(
+        node,
+        path,
+        &Decimal {
+            what: "a decimal in [0, 1) as a string, e.g. \"0.54\"",
+            help: "the paper's f: 0 runs anywhere between deadlines, closer to 1 only just before the deadline; written as a string with at most 3 decimal places so that it is exact (no floats)",
+            example: "fussiness = \"0.54\"",
+            max: Randres::FUSSINESS_SCALE - 1,
+        },
+    )
+}
+
+/// How an exact decimal key is described in its errors, and its largest
+/// value in thousandths.
+struct Decimal<'a> {
+    what: &'a str,
+    help: &'a str,
+    /// The key written right, for the no-floats hint.
+    example: &'a str,
+    max: u32,
+}
+
+/// A decimal kept exactly, as thousandths: a string with at most three
+/// decimal places (`"0.54"` is 540) or a whole integer (`1` is 1000), at
+/// most `d.max`. Floats are refused so that no value depends on rounding.
+fn thousandths(node: &Node, path: &str, d: &Decimal<'_>) -> Result<u32, Fail> {
     let s = match &node.kind {
         Kind::Str(s) => s.trim(),
-        Kind::Int(0) => return Ok(0),
         Kind::Int(i) => {
+            return u32::try_from(*i)
+                .ok()
+                .and_then(|i| i.checked_mul(1000))
+                .filter(|v| *v <= d.max)
+                .ok_or_else(|| {
+                    Fail::new(
+                        &node.span,
+                        path,
+                        format!("{i} is out of range: expected {}", d.what),
+                    )
+                    .help(d.help)
+                })
+        }
+        Kind::Float => {
             return Err(Fail::new(
                 &node.span,
                 path,
-                format!("{i} is out of range: expected {WHAT}"),
+                format!("expected {}, found a float", d.what),
             )
-            .help(HELP))
-        }
-        Kind::Float => {
-            return Err(
-                Fail::new(&node.span, path, format!("expected {WHAT}, found a float"))
-                    .help("no floats: write the number in quotes, e.g. fussiness = \"0.54\""),
-            )
+            .help(format!(
+                "no floats: write the number in quotes, e.g. {}",
+                d.example
+            )))
         }
         _ => {
             return Err(Fail::new(
                 &node.span,
                 path,
-                format!("expected {WHAT}, found {}", node.type_name()),
+                format!("expected {}, found {}", d.what, node.type_name()),
             )
-            .help(HELP))
+            .help(d.help))
         }
     };
-    let bad = |msg: String| Fail::new(&node.span, path, msg).help(HELP);
+    let bad = |msg: String| Fail::new(&node.span, path, msg).help(d.help);
     let (int, frac) = s.split_once('.').unwrap_or((s, ""));
     let digits = |x: &str| x.chars().all(|c| c.is_ascii_digit());
     if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) {
         return Err(bad(format!(
-            "`{s}` is not a decimal number: expected {WHAT}"
+            "`{s}` is not a decimal number: expected {}",
+            d.what
         )));
     }
     if frac.len() > 3 {
@@ -380,15 +551,34 @@ fn fussiness(node: &Node, path: &str) -> Result<u32, Fail> {
             "`{s}` has more than 3 decimal places: expected thousandths at most, e.g. \"0.545\""
         )));
     }
-    if int.chars().any(|c| c != '0') {
-        return Err(bad(format!("`{s}` is out of range: expected {WHAT}")));
-    }
-    // "0.54" -> "540": pad to three places.
-    Ok(frac
+    // "0.54" -> 540: the fraction padded to three places.
+    let frac = frac
         .bytes()
         .chain(*b"000")
         .take(3)
-        .fold(0, |acc, c| acc * 10 + u32::from(c - b'0')))
+        .fold(0, |acc, c| acc * 10 + u32::from(c - b'0'));
+    let whole = if int.is_empty() {
+        Some(0)
+    } else {
+        int.parse::<u32>().ok()
+    };
+    whole
+        .and_then(|w| w.checked_mul(1000))
+        .and_then(|w| w.checked_add(frac))
+        .filter(|v| *v <= d.max)
+        .ok_or_else(|| bad(format!("`{s}` is out of range: expected {}", d.what)))
+}
+
+/// Thousandths written back as the shortest decimal (`500` is `0.5`).
+fn decimal_text(v: u32) -> String {
+    let (whole, frac) = (v / 1000, v % 1000);
+    if frac == 0 {
+        whole.to_string()
+    } else {
+        format!("{whole}.{frac:03}")
+            .trim_end_matches('0')
+            .to_string()
+    }
 }
 
 /// `name` and `args` of a message (in a program or the script).
@@ -545,10 +735,11 @@ pub(crate) fn dist(node: &Node, path: &str) -> Result<Dist, Fail> {
 /// not freeze the clock).
 pub(crate) fn takes_time(ops: &[Op]) -> bool {
     ops.iter().any(|op| match op {
-        Op::Run(d) | Op::Sleep(d) | Op::Fault(d) => dist_max(d) > Duration::ZERO,
+        Op::Run(d) | Op::Spin(d) | Op::Sleep(d) | Op::Fault(d) => dist_max(d) > Duration::ZERO,
         Op::Periodic { .. } => true,
         // Its spacing can be more than zero (checked), so deadlines advance.
         Op::Randres(r) => r.count != Some(0),
+        Op::Constraints(c) => c.count != Some(0) && constraint_takes_time(c),
         Op::Loop { count, body } => *count != Some(0) && takes_time(body),
         Op::Lock(_) | Op::Unlock(_) | Op::Msg { .. } | Op::Yield => false,
     })

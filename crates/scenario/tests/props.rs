@@ -6,8 +6,49 @@ mod common;
 
 use proptest::prelude::*;
 
+/// A program with the operations no shipped scenario uses, one key to a
+/// line so that line mutations reach each of their keys.
+const OPS_SEED: &str = r#"
+name = "ops"
+horizon = "1s"
+default = "ts"
+
+[[scheduler]]
+name = "ts"
+policy = "rr"
+
+[[thread]]
+name = "c"
+
+[[thread.program]]
+[thread.program.constraints]
+immediate = "0.5"
+start = ["0s", "1s"]
+window = { uniform = ["1ms", "1s"] }
+work = ["0.5", "1"]
+gap = "1ms"
+count = 5
+
+[[thread.program]]
+[thread.program.loop]
+body = [ { constraints = { immediate = "1", work = ["1.5", "2"] } }, { fault = "1ms" } ]
+"#;
+
+/// The seed is itself valid, so its mutations start from a scenario.
+#[test]
+fn the_ops_seed_parses() {
+    for r in [
+        common::parse(OPS_SEED).map(|_| ()),
+        hsched_scenario::parse(OPS_SEED, "ops.toml").map(|_| ()),
+    ] {
+        if let Err(e) = r {
+            panic!("{e}");
+        }
+    }
+}
+
 /// Every shipped scenario (any depth under `scenarios/`) plus the test
-/// base: the seeds for mutation.
+/// base and `OPS_SEED`: the seeds for mutation.
 fn seeds() -> Vec<String> {
     fn walk(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
         let Ok(entries) = std::fs::read_dir(dir) else {
@@ -28,7 +69,7 @@ fn seeds() -> Vec<String> {
         &mut paths,
     );
     paths.sort();
-    let mut out = vec![common::BASE.to_string()];
+    let mut out = vec![common::BASE.to_string(), OPS_SEED.to_string()];
     out.extend(
         paths
             .into_iter()
@@ -77,6 +118,9 @@ const VALUES: &[&str] = &[
     "{ normal = \"1ms\", sd = \"1ms\", max = \"0ms\" }",
     "[ { run = \"1ms\" } ]",
     "[ { loop = { body = [ { yield = true } ] } } ]",
+    "[\"0.5\", \"1\"]",
+    "\"0.5\"",
+    "[ { constraints = {} } ]",
     "{ prio = 1 }",
     "{ prio = -5 }",
     "[ \"root\", \"root\" ]",
@@ -117,6 +161,12 @@ const TOKENS: &[&str] = &[
     "sleep",
     "loop",
     "periodic",
+    "randres",
+    "constraints",
+    "immediate",
+    "window",
+    "work",
+    "gap",
     "count",
     "body",
     "load",

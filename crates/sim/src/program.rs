@@ -6,7 +6,7 @@
 //! deterministic.
 
 use hsched_core::{Duration, Instant, Msg};
-use hsched_model::{Dist, ErrorMode, Op, Randres, Target};
+use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Normal};
@@ -14,6 +14,8 @@ use rand_distr::{Distribution, Exp, Normal};
 #[derive(Clone, Debug)]
 pub(crate) enum Instr {
     Run(Dist),
+    /// Use the CPU until this much wall time has passed.
+    Spin(Dist),
     Sleep(Dist),
     Fault(Dist),
     Lock(usize),
@@ -44,6 +46,10 @@ pub(crate) enum Instr {
     /// The BVT paper's `randres`; the thread stays on this instruction
     /// (with its state in `Cursor::randres`) until its last deadline.
     Randres(Box<Randres>),
+    /// The Rialto paper's constraint stress test; the thread stays on this
+    /// instruction (with its state in `Cursor::constraints`) until its last
+    /// constraint.
+    Constraints(Box<ConstraintLoad>),
 }
 
 /// Compiles a program; mutex names are interned through `mutex_id`.
@@ -57,9 +63,11 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
     for op in ops {
         match op {
             Op::Run(d) => out.push(Instr::Run(d.clone())),
+            Op::Spin(d) => out.push(Instr::Spin(d.clone())),
             Op::Sleep(d) => out.push(Instr::Sleep(d.clone())),
             Op::Fault(d) => out.push(Instr::Fault(d.clone())),
             Op::Randres(r) => out.push(Instr::Randres(Box::new(r.clone()))),
+            Op::Constraints(c) => out.push(Instr::Constraints(Box::new(c.clone()))),
             Op::Lock(m) => out.push(Instr::Lock(mutex_id(m))),
             Op::Unlock(m) => out.push(Instr::Unlock(mutex_id(m))),
             Op::Msg { to, msg } => out.push(Instr::Msg(to.clone(), msg.clone())),
@@ -132,6 +140,8 @@ pub(crate) struct Cursor {
     pub periodic: Vec<PeriodicState>,
     /// The `randres` in progress (it is a leaf: at most one at a time).
     pub randres: Option<RandresState>,
+    /// The `constraints` in progress (a leaf too).
+    pub constraints: Option<ConstraintsState>,
 }
 
 #[derive(Clone, Debug)]
@@ -215,5 +225,56 @@ pub(crate) fn draw_randres(
         deadline,
         need,
         request,
+    }
+}
+
+/// Where a `constraints` operation is.
+#[derive(Clone, Debug)]
+pub(crate) struct ConstraintsState {
+    /// Constraints issued so far (the current one's job number is `done`
+    /// while it is in progress, then this is bumped).
+    pub done: u64,
+    pub phase: ConstraintsPhase,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum ConstraintsPhase {
+    /// Issue the next constraint (or end the operation).
+    Next,
+    /// Issued: wait for its start, then run its work.
+    Await { job: ConstraintJob, record: usize },
+    /// Running its work; the constraint ends when `remaining` is zero.
+    Running { record: usize },
+}
+
+/// One drawn iteration of a `constraints`, relative to its issue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct ConstraintJob {
+    /// `s`: from the issue to the start.
+    pub start: Duration,
+    /// `w`: from the start to the deadline, at least 1ns.
+    pub window: Duration,
+    /// `e`: what the constraint asks for.
+    pub estimate: Duration,
+    /// `a`: what the thread runs.
+    pub work: Duration,
+}
+
+/// Draws one iteration of a `constraints` from the thread's stream, in the
+/// documented order (the coin, `s`, `w`, `e`, the work fraction): `s` is
+/// drawn even for an immediate constraint so that the draws after it do
+/// not depend on the coin.
+pub(crate) fn draw_constraint(spec: &ConstraintLoad, rng: &mut ChaCha8Rng) -> ConstraintJob {
+    let immediate = rng.gen_range(0..ConstraintLoad::SCALE) < spec.immediate;
+    let start = draw(&spec.start, rng);
+    let window = draw(&spec.window, rng).max(Duration(1));
+    let estimate = Duration(rng.gen_range(0..=window.as_nanos()));
+    let [lo, hi] = spec.work;
+    let fraction = rng.gen_range(lo.min(hi)..=hi);
+    ConstraintJob {
+        start: if immediate { Duration::ZERO } else { start },
+        window,
+        estimate,
+        work: ConstraintLoad::work_for(estimate, fraction),
     }
 }

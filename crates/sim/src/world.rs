@@ -3,15 +3,15 @@
 //! It is the `Platform` the dispatcher drives.
 
 use crate::program::{
-    compile, draw, draw_randres, Cursor, Instr, PeriodicState, RandresJob, RandresPhase,
-    RandresState,
+    compile, draw, draw_constraint, draw_randres, ConstraintsPhase, ConstraintsState, Cursor,
+    Instr, PeriodicState, RandresJob, RandresPhase, RandresState,
 };
 use crate::{links, load};
 use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
 use hsched_dispatch::{Dispatcher, Platform};
 use hsched_model::{
-    Action, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult, Scenario, Segment,
-    SegmentKind, Target, ThreadResult, Trace,
+    Action, ConstraintLoad, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult,
+    Scenario, Segment, SegmentKind, Target, ThreadResult, Trace,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -29,6 +29,8 @@ pub(crate) enum Ev {
     Script(usize),
     /// A `randres` job's deadline: abandon it if unfinished, if `gen` is current.
     Abort(ThreadId, u64),
+    /// A `spin`'s wall time is up, if `gen` is current.
+    SpinEnd(ThreadId, u64),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,6 +68,8 @@ struct SimThread {
     wake_gen: u64,
     /// Bumped whenever a pending `Abort` becomes stale.
     abort_gen: u64,
+    /// Generation of the pending `SpinEnd`.
+    spin_gen: u64,
     cpu: Option<CpuId>,
     last_cpu: Option<CpuId>,
     woke_at: Option<Instant>,
@@ -153,6 +157,11 @@ impl World {
                     self.abort(disp, now, t);
                 }
             }
+            Ev::SpinEnd(t, gen) => {
+                if self.threads[t.index()].spin_gen == gen {
+                    self.spin_end(disp, now, t);
+                }
+            }
         }
     }
 
@@ -187,6 +196,17 @@ impl World {
         self.resume(disp, now, t);
     }
 
+    /// A `spin` is over: whatever CPU time it was still waiting for is not
+    /// needed any more, and the program goes on, on the CPU or off it.
+    fn spin_end(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId) {
+        if let Some(cpu) = self.threads[t.index()].cpu {
+            self.flush(cpu, now);
+            self.cpus[cpu.index()].completion = None;
+        }
+        self.threads[t.index()].remaining = Duration::ZERO;
+        self.resume(disp, now, t);
+    }
+
     /// Sends `randres`'s reservation request for `job` to `t`'s scheduler;
     /// whether it was accepted.
     fn reserve(
@@ -214,8 +234,132 @@ impl World {
         let ok = reply.is_ok();
         let kind = if ok { LogKind::Reply } else { LogKind::Refused };
         let sname = disp.sched_name(s).to_string();
-        self.record(now, kind, format!("`{name}` -> `{sname}` {msg}: {reply:?}"));
+        self.record(now, kind, format!("`{name}` -> `{sname}` {msg}: {reply}"));
         ok
+    }
+
+    /// Sends `msg` from thread `t` to `target`, as `Op::Msg` does, and logs
+    /// the reply; whether it was accepted.
+    fn send(
+        &mut self,
+        disp: &mut Dispatcher,
+        now: Instant,
+        t: ThreadId,
+        target: &Target,
+        msg: &Msg,
+    ) -> bool {
+        let to = match target {
+            Target::Parent => disp.thread_sched(t),
+            Target::Named(n) => disp.sched_by_name(n),
+        };
+        let name = disp.thread_name(t).to_string();
+        let Some(s) = to else {
+            self.record(
+                now,
+                LogKind::Refused,
+                format!("`{name}`: {msg}: no such scheduler"),
+            );
+            return false;
+        };
+        let reply = disp.message(self, now, Some(t), s, msg);
+        let ok = reply.is_ok();
+        let kind = if ok { LogKind::Reply } else { LogKind::Refused };
+        let sname = disp.sched_name(s).to_string();
+        self.record(now, kind, format!("`{name}` -> `{sname}` {msg}: {reply}"));
+        ok
+    }
+
+    /// One step of a `constraints` operation at `now`: issue the next
+    /// constraint, start its work, or end it. `Some` when the thread
+    /// blocks; `None` to go on stepping (the cursor has moved on when the
+    /// operation is over).
+    fn constraints_step(
+        &mut self,
+        disp: &mut Dispatcher,
+        now: Instant,
+        t: ThreadId,
+        spec: &ConstraintLoad,
+    ) -> Option<Outcome> {
+        let th = &mut self.threads[t.index()];
+        let st = th.cursor.constraints.get_or_insert(ConstraintsState {
+            done: 0,
+            phase: ConstraintsPhase::Next,
+        });
+        match st.phase {
+            ConstraintsPhase::Next => {
+                if spec.count.is_some_and(|c| st.done >= c) {
+                    th.cursor.constraints = None;
+                    th.cursor.pc += 1;
+                    return None;
+                }
+                let n = st.done;
+                let job = draw_constraint(spec, &mut th.rng);
+                let deadline = job.start.saturating_add(job.window);
+                let msg = Msg::new("begin_constraint")
+                    .arg("start", Value::Duration(job.start))
+                    .arg("estimate", Value::Duration(job.estimate))
+                    .arg("deadline", Value::Duration(deadline))
+                    .arg("relative", Value::Bool(true));
+                let admitted = self.send(disp, now, t, &Target::Parent, &msg);
+                let record = self.jobs.len();
+                self.jobs.push(JobRecord {
+                    thread: t,
+                    job: n,
+                    release: now,
+                    start: None,
+                    finish: None,
+                    deadline: now.saturating_add(deadline),
+                    admitted: Some(admitted),
+                });
+                self.mark(now, Some(t), MarkKind::Release { job: n });
+                if let Some(st) = &mut self.threads[t.index()].cursor.constraints {
+                    st.phase = ConstraintsPhase::Await { job, record };
+                }
+                None
+            }
+            ConstraintsPhase::Await { job, record } => {
+                let start = self.jobs[record].release.saturating_add(job.start);
+                if now < start {
+                    th.wake_gen += 1;
+                    let gen = th.wake_gen;
+                    self.push(start, Ev::Wake(t, gen));
+                    return Some(Outcome::Blocked);
+                }
+                st.phase = ConstraintsPhase::Running { record };
+                th.remaining = job.work;
+                // Work that follows the issue on the CPU starts now.
+                if th.cpu.is_some() && !job.work.is_zero() {
+                    self.jobs[record].start = Some(now);
+                }
+                None
+            }
+            ConstraintsPhase::Running { record } => {
+                // Its work is done (`remaining` is zero).
+                st.done += 1;
+                st.phase = ConstraintsPhase::Next;
+                // No gap after the last one: the program goes on at once.
+                let gap = if spec.count.is_some_and(|c| st.done >= c) {
+                    Duration::ZERO
+                } else {
+                    draw(&spec.gap, &mut th.rng)
+                };
+                self.send(disp, now, t, &Target::Parent, &Msg::new("end_constraint"));
+                let rec = &mut self.jobs[record];
+                rec.finish = Some(now);
+                if now > rec.deadline {
+                    let job = rec.job;
+                    self.mark(now, Some(t), MarkKind::DeadlineMiss { job });
+                }
+                if gap.is_zero() {
+                    return None;
+                }
+                let th = &mut self.threads[t.index()];
+                th.wake_gen += 1;
+                let gen = th.wake_gen;
+                self.push(now.saturating_add(gap), Ev::Wake(t, gen));
+                Some(Outcome::Blocked)
+            }
+        }
     }
 
     fn arrive(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, i: usize) {
@@ -253,6 +397,7 @@ impl World {
             exited: false,
             wake_gen: 0,
             abort_gen: 0,
+            spin_gen: 0,
             cpu: None,
             last_cpu: None,
             woke_at: None,
@@ -388,6 +533,17 @@ impl World {
                     th.remaining = draw(d, &mut th.rng);
                     th.cursor.pc += 1;
                 }
+                Instr::Spin(d) => {
+                    th.cursor.pc += 1;
+                    let d = draw(d, &mut th.rng);
+                    if !d.is_zero() {
+                        // More CPU than it can get by then: `spin_end` stops it.
+                        th.remaining = Duration(d.as_nanos().saturating_add(1));
+                        th.spin_gen += 1;
+                        let gen = th.spin_gen;
+                        self.push(now.saturating_add(d), Ev::SpinEnd(t, gen));
+                    }
+                }
                 Instr::Sleep(d) => {
                     th.cursor.pc += 1;
                     let d = draw(d, &mut th.rng);
@@ -445,9 +601,11 @@ impl World {
                                 start: None,
                                 finish: None,
                                 deadline: job.deadline,
+                                admitted: None,
                             });
                             self.mark(job.start, Some(t), MarkKind::Release { job: n });
                             let granted = !spec.reserve || self.reserve(disp, now, t, &job);
+                            self.jobs[record].admitted = spec.reserve.then_some(granted);
                             let th = &mut self.threads[t.index()];
                             let st = th.cursor.randres.as_mut().expect("randres state");
                             if granted {
@@ -488,6 +646,11 @@ impl World {
                         }
                     }
                 }
+                Instr::Constraints(spec) => {
+                    if let Some(outcome) = self.constraints_step(disp, now, t, spec) {
+                        return outcome;
+                    }
+                }
                 Instr::Lock(m) => {
                     let mutex = &mut self.mutexes[*m];
                     match mutex.owner {
@@ -515,32 +678,7 @@ impl World {
                 }
                 Instr::Msg(target, msg) => {
                     th.cursor.pc += 1;
-                    let to = match target {
-                        Target::Parent => disp.thread_sched(t),
-                        Target::Named(n) => disp.sched_by_name(n),
-                    };
-                    let name = disp.thread_name(t).to_string();
-                    match to {
-                        Some(s) => {
-                            let reply = disp.message(self, now, Some(t), s, msg);
-                            let kind = if reply.is_ok() {
-                                LogKind::Reply
-                            } else {
-                                LogKind::Refused
-                            };
-                            let sname = disp.sched_name(s).to_string();
-                            self.record(
-                                now,
-                                kind,
-                                format!("`{name}` -> `{sname}` {msg}: {reply:?}"),
-                            );
-                        }
-                        None => self.record(
-                            now,
-                            LogKind::Refused,
-                            format!("`{name}`: {msg}: no such scheduler"),
-                        ),
-                    }
+                    self.send(disp, now, t, target, msg);
                 }
                 Instr::Yield => {
                     th.cursor.pc += 1;
@@ -610,6 +748,7 @@ impl World {
                         start,
                         finish: None,
                         deadline: release.saturating_add(*deadline),
+                        admitted: None,
                     });
                     self.mark(release, Some(t), MarkKind::Release { job });
                 }
@@ -854,6 +993,13 @@ impl Platform for World {
             phase: RandresPhase::Running { record, .. },
             ..
         }) = th.cursor.randres
+        {
+            self.jobs[record].start.get_or_insert(now);
+        }
+        if let Some(ConstraintsState {
+            phase: ConstraintsPhase::Running { record },
+            ..
+        }) = th.cursor.constraints
         {
             self.jobs[record].start.get_or_insert(now);
         }

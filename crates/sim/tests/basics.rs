@@ -391,3 +391,33 @@ mod workload_programs {
         assert_ne!(a.threads[0].cpu_time, a.threads[1].cpu_time);
     }
 }
+
+/// `spin` busy-waits on the wall clock: against one CPU-bound thread under
+/// `rr` it gets half of its 100ms, then goes on exactly at 100ms, on the CPU
+/// or off it; and a spinner alone gets all of it.
+#[test]
+fn spin_ends_on_the_wall_clock_whatever_cpu_it_got() {
+    use hsched_core::{Duration, Instant};
+    use hsched_model::{Dist, Op, Program};
+    let ms = Duration::from_millis;
+    for (competitors, expected) in [(1usize, ms(50)), (0, ms(100))] {
+        let mut scn = workloads::cpu_bound(1 + competitors, 1, 1, ms(10), ms(300));
+        scn.threads[0].program = Program {
+            ops: vec![
+                Op::Spin(Dist::Fixed(ms(100))),
+                Op::Sleep(Dist::Fixed(ms(500))),
+            ],
+        };
+        let r = run(&scn, &checked()).unwrap();
+        assert_eq!(r.threads[0].cpu_time, expected, "{competitors} competitors");
+        let trace = r.trace.as_ref().unwrap();
+        let last = trace
+            .segments
+            .iter()
+            .filter(|s| s.what == hsched_model::SegmentKind::Run(r.threads[0].id))
+            .map(|s| s.end)
+            .max()
+            .unwrap();
+        assert!(last <= Instant::ZERO + ms(100), "ran until {last}");
+    }
+}

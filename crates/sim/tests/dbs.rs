@@ -134,7 +134,7 @@ fn threads_reserve_in(scn: &Scenario) {
     let r1 = replies(&r, "r1");
     assert_eq!(r1.len(), 1);
     assert_eq!(r1[0].kind, LogKind::Reply);
-    assert!(r1[0].text.contains("\"id\", Int(0)"), "{}", r1[0].text);
+    assert!(r1[0].text.contains("ok: id=0"), "{}", r1[0].text);
     assert_eq!(replies(&r, "r2")[0].kind, LogKind::Reply);
     let r3 = replies(&r, "r3");
     assert_eq!(r3[0].kind, LogKind::Refused);
@@ -289,7 +289,7 @@ fn cancel_and_deadline_in(scn: &Scenario) {
     let r = go(scn);
     let q = replies(&r, "quitter");
     assert_eq!(q.len(), 2);
-    assert!(q[1].text.contains("\"dropped\", Int(1)"), "{}", q[1].text);
+    assert!(q[1].text.contains("ok: dropped=1"), "{}", q[1].text);
     assert_eq!(ran(&r, tid(&r, "quitter"), at(0), at(5)), ms(5));
     // After the cancel, the CPU is shared round-robin until the sleeper
     // wakes at 170ms; its 80ms are not all served by 200ms: it runs

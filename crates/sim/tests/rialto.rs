@@ -2,7 +2,8 @@
 //! constraints with `Op::Msg`; reservations hold in every window of their
 //! period against CPU-bound competitors, accepted constraints finish their
 //! estimate by their deadline, refusals say why, a mutex holder runs on a
-//! blocked waiter's constraint.
+//! blocked waiter's constraint, an RPC server on its blocked caller's
+//! reservation.
 
 use hsched_core::{Duration, Instant, Msg, Params, ThreadId, Value};
 use hsched_model::{
@@ -269,4 +270,69 @@ fn a_mutex_holder_runs_on_the_blocked_waiters_constraint() {
     let got = ran(&r, &["holder"], tb, tb + ms(10));
     assert_eq!(got, ms(10), "block_on at {tb}");
     assert_eq!(ran(&r, &["hog1", "hog2"], tb, tb + ms(10)), Duration::ZERO);
+}
+
+fn rpc(name: &str, port: i64) -> Op {
+    msg(Msg::new(name).arg("port", Value::Int(port)))
+}
+
+/// §4.2 RPC end to end: a client holding 5ms/10ms calls a server of an
+/// activity without a reservation and sleeps; CPU-bound competitors run.
+/// During the call the server is scheduled in the client's activity and
+/// gets the client's reserved time in every 10ms window; after the reply
+/// it is one competitor among others again.
+#[test]
+fn an_rpc_server_runs_on_the_callers_reservation_until_it_replies() {
+    let mut client = thread(
+        "client",
+        "cli",
+        vec![
+            reserve(ms(5), ms(10)),
+            rpc("rpc_call", 1),
+            Op::Sleep(Dist::Fixed(ms(400))),
+            forever(),
+        ],
+    );
+    // It calls once the server has opened the port.
+    client.arrival = at(20);
+    let threads = vec![
+        thread(
+            "server",
+            "srv",
+            vec![
+                rpc("rpc_serve", 1),
+                Op::Run(Dist::Fixed(ms(100))),
+                msg(Msg::new("rpc_reply")),
+                forever(),
+            ],
+        ),
+        client,
+        thread("hog1", "", vec![forever()]),
+        thread("hog2", "", vec![forever()]),
+    ];
+    let r = go(&scenario(1, ms(600), threads));
+    let (c, s) = (replies(&r, "client"), replies(&r, "server"));
+    assert_eq!(c.len(), 2, "{c:#?}");
+    assert_eq!(s.len(), 2, "{s:#?}");
+    for e in c.iter().chain(&s) {
+        assert_eq!(e.kind, LogKind::Reply, "{}", e.text);
+    }
+    let (called, replied) = (c[1].at, s[1].at);
+    assert!(replied >= called + ms(100), "{called} {replied}");
+    let mut t = called + ms(10);
+    while t + ms(10) <= replied {
+        let got = ran(&r, &["server"], t, t + ms(10));
+        assert!(got >= ms(5), "window at {t} during the call: {got}");
+        t += ms(1);
+    }
+    let (from, to) = (replied + ms(10), replied + ms(190));
+    let mut t = from;
+    let mut short = 0;
+    while t + ms(10) <= to {
+        short += usize::from(ran(&r, &["server"], t, t + ms(10)) < ms(5));
+        t += ms(1);
+    }
+    assert!(short > 0, "the server kept the client's reserved time");
+    let got = ran(&r, &["server"], from, to);
+    assert!(got < ms(90), "after the reply: {got}");
 }

@@ -30,6 +30,19 @@
 //!    that time (reported in [`Accepted::stolen`]). Another activity's
 //!    pieces are never touched.
 //!
+//! **Context switches (§4.8).** The graph reserves a switch in front of
+//! every activity interval, but a constraint's thread is also switched in
+//! wherever else one of its pieces starts (in free time, or mid-interval).
+//! So every piece pays the graph's `switch_cost` out of its own length,
+//! on top of the estimate ([`Accepted::overhead`]). The platform charges
+//! switch time to the thread switched in, so the thread's received time,
+//! switches included, is what the pieces must cover; even the switch the
+//! graph reserves in front of an activity's interval is charged to the
+//! constraint's thread if it is the one switched in there, and a piece that
+//! continues the previous one in time may still be entered by a switch when
+//! EDF (§3.3) ran another constraint in between. This costs a constraint
+//! one switch per piece that it may not need: a safe over-estimate.
+//!
 //! Step 4 runs after 2 and 3 have failed to find enough, which finds as much
 //! as the paper's "logically, the feasibility analysis is performed again".
 //! Within an interval, the earliest unowned time is taken first, as in the
@@ -55,7 +68,7 @@
 //! the graph says whose time it is). Elapsed pieces are forgotten.
 //!
 //! **Guarantee.** At acceptance, the constraint owns pieces of total length
-//! equal to its effective estimate, all inside `[s, d)`, disjoint from every
+//! equal to its effective estimate plus its switch overhead, all inside `[s, d)`, disjoint from every
 //! other constraint's pieces. Later operations keep this for it except:
 //! stealing by a later critical constraint of the same activity (only if it
 //! is non-critical; its [`ConstraintInfo::guaranteed`] drops by what was
@@ -126,6 +139,8 @@ pub struct Accepted {
     pub outer: Option<ConstraintId>,
     /// Time taken over from the outer constraint (§4.4).
     pub inherited: Duration,
+    /// Context switches into its pieces, assigned on top of the estimate.
+    pub overhead: Duration,
     /// Non-critical constraints of the same activity that lost time to this
     /// critical one (§4.3), with how much each lost.
     pub stolen: Vec<(ConstraintId, Duration)>,
@@ -193,10 +208,13 @@ pub struct ConstraintInfo<A, T> {
     pub deadline: Instant,
     pub estimate: Duration,
     pub critical: bool,
-    /// Time its pieces add up to: the estimate, less what was stolen, less
-    /// what a nested constraint holds for now; plus, once a nested one has
-    /// ended, what it donated back (which may exceed what it took).
+    /// Time its pieces add up to: the estimate plus `overhead`, less what
+    /// was stolen, less what a nested constraint holds for now; plus, once a
+    /// nested one has ended, what it donated back (which may exceed what it
+    /// took).
     pub guaranteed: Duration,
+    /// Switch time assigned at acceptance on top of the estimate.
+    pub overhead: Duration,
     pub outer: Option<ConstraintId>,
 }
 
@@ -382,6 +400,8 @@ impl<A: Copy + Ord + fmt::Debug, T: Copy + Ord + fmt::Debug> Constraints<A, T> {
         }
         let estimate = req.estimate.0.max(inherited);
         let mut need = estimate - inherited;
+        let switch = self.graph.params().switch_cost.0;
+        let mut overhead = 0;
         // 2. Own reserved time, then 3. free time, earliest first.
         for want in [Some(activity), None] {
             if need == 0 {
@@ -391,9 +411,16 @@ impl<A: Copy + Ord + fmt::Debug, T: Copy + Ord + fmt::Debug> Constraints<A, T> {
             walk(&self.graph, s, e, |a, b, act| {
                 if act == want {
                     for (ga, gb) in book.gaps(a, b) {
-                        let take = need.min(gb - ga);
-                        book.pieces.insert(ga, (ga + take, id));
+                        // The thread may be switched in at the start of any
+                        // piece: it pays that switch from the piece itself.
+                        let cost = switch;
+                        if gb - ga <= cost {
+                            continue;
+                        }
+                        let take = need.min(gb - ga - cost);
+                        book.pieces.insert(ga, (ga + cost + take, id));
                         need -= take;
+                        overhead += cost;
                         if need == 0 {
                             break;
                         }
@@ -437,7 +464,8 @@ impl<A: Copy + Ord + fmt::Debug, T: Copy + Ord + fmt::Debug> Constraints<A, T> {
             deadline,
             estimate: Duration(estimate),
             critical,
-            guaranteed: Duration(estimate),
+            guaranteed: Duration(estimate + overhead),
+            overhead: Duration(overhead),
             outer: outer.map(|o| o.id),
         };
         self.book.open.insert(id, info);
@@ -449,6 +477,7 @@ impl<A: Copy + Ord + fmt::Debug, T: Copy + Ord + fmt::Debug> Constraints<A, T> {
             critical,
             outer: info.outer,
             inherited: Duration(inherited),
+            overhead: Duration(overhead),
             stolen: stolen.into_iter().map(|(c, d)| (c, Duration(d))).collect(),
         })
     }

@@ -49,6 +49,10 @@
 //! "maximum reservation round-up"). The extension is a bonus, not part of
 //! the grant.
 //!
+//! *Pins*: a reservation may be pinned to one node
+//! ([`Graph::reserve_pinned`]); it then goes there whole, in incremental
+//! changes and rebuilds alike (pinned ones are placed first), or is refused.
+//!
 //! *Incremental change*: a new (or changed) reservation whose period is at
 //! least the current base is placed into the current graph without moving
 //! anything (the tree deepens if needed: deeper nodes inherit their parent's
@@ -132,6 +136,38 @@ pub struct Reservation {
     pub period: Duration,
 }
 
+/// A node of the graph: `node` (`0..2^depth`) at `depth`, run every
+/// `2^depth` base periods, in base periods `i` with `i mod 2^depth = node`.
+/// Written `depth.node` (the root is `0.0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Pin {
+    pub depth: u32,
+    pub node: u64,
+}
+
+impl fmt::Display for Pin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.depth, self.node)
+    }
+}
+
+impl std::str::FromStr for Pin {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("`{s}` is not a node: expected DEPTH.NODE, e.g. `1.0`");
+        let (d, j) = s.split_once('.').ok_or_else(bad)?;
+        let depth: u32 = d.parse().map_err(|_| bad())?;
+        let node: u64 = j.parse().map_err(|_| bad())?;
+        if depth > MAX_DEPTH || node >= 1u64 << depth {
+            return Err(format!(
+                "node `{s}` does not exist: depth is at most {MAX_DEPTH} and depth d has nodes d.0 to d.(2^d - 1)"
+            ));
+        }
+        Ok(Pin { depth, node })
+    }
+}
+
 /// A successful [`Graph::reserve`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Granted<A> {
@@ -164,6 +200,11 @@ pub enum Refusal {
     },
     /// Capacity suffices but no placement was found in `attempts` tries.
     NoPlacement { attempts: u64 },
+    /// The reservation is pinned to a node of another depth than its
+    /// (scaled) period needs, or to a node that does not exist.
+    PinMismatch { pin: Pin, depth: u32 },
+    /// The pinned node has only `room` left (switch included).
+    PinnedNodeFull { pin: Pin, room: Duration },
 }
 
 impl fmt::Display for Refusal {
@@ -196,6 +237,14 @@ impl fmt::Display for Refusal {
                 f,
                 "no scheduling graph found in {attempts} placement attempts (fragmentation)"
             ),
+            Refusal::PinMismatch { pin, depth } => write!(
+                f,
+                "pinned to node {pin} but the period needs a node at depth {depth} (nodes {depth}.0 to {depth}.{})",
+                (1u64 << depth) - 1
+            ),
+            Refusal::PinnedNodeFull { pin, room } => {
+                write!(f, "pinned node {pin} has only {room} left")
+            }
         }
     }
 }
@@ -250,6 +299,8 @@ struct Req {
     requested: Reservation,
     granted: Reservation,
     depth: u32,
+    /// The node it must occupy (see [`Graph::reserve_pinned`]).
+    pin: Option<Pin>,
 }
 
 /// A placement: (depth-`k` node index `j`, run time) parts.
@@ -349,6 +400,23 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
         amount: Duration,
         period: Duration,
     ) -> Result<Granted<A>, Refusal> {
+        self.reserve_pinned(activity, amount, period, None)
+    }
+
+    /// Like [`Graph::reserve`], but with a `pin` the reservation occupies
+    /// exactly that node, whole (no split, no search), now and in every
+    /// later rebuild; refused if the scaled period needs another depth or
+    /// the node lacks room. Pins let a scenario fix a graph's layout, such
+    /// as the paper's Figure 3-1, which the placement heuristic would not
+    /// choose; use them with a configured base period, since a rebuild on
+    /// a new base changes every depth.
+    pub fn reserve_pinned(
+        &mut self,
+        activity: A,
+        amount: Duration,
+        period: Duration,
+        pin: Option<Pin>,
+    ) -> Result<Granted<A>, Refusal> {
         if amount.is_zero() || amount > period {
             return Err(Refusal::Invalid { amount, period });
         }
@@ -367,27 +435,29 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
         let mut trial = self.clone();
         trial.remove(activity);
         if let Some(base) = trial.base.filter(|&b| period.0 >= b) {
-            let (granted, depth) = trial.scale(base, requested)?;
-            trial.deepen(depth);
-            let req = Req {
-                requested,
-                granted,
-                depth,
-            };
+            let req = trial.request(base, requested, pin)?;
+            trial.deepen(req.depth);
             let mut budget = 0;
             if trial.place_first(activity, req, &mut budget) {
                 trial.reqs.insert(activity, req);
                 *self = trial;
                 return Ok(Granted {
-                    reservation: granted,
+                    reservation: req.granted,
                     rebuilt: false,
                     regranted: Vec::new(),
                 });
             }
+            if let Some(pin) = pin {
+                let room = Duration(trial.label(pin.depth, pin.node));
+                return Err(Refusal::PinnedNodeFull { pin, room });
+            }
         }
-        let mut all: Vec<(A, Reservation)> =
-            trial.reqs.iter().map(|(a, r)| (*a, r.requested)).collect();
-        all.push((activity, requested));
+        let mut all: Vec<(A, Reservation, Option<Pin>)> = trial
+            .reqs
+            .iter()
+            .map(|(a, r)| (*a, r.requested, r.pin))
+            .collect();
+        all.push((activity, requested, pin));
         let rebuilt = self.build(&all)?;
         let regranted = rebuilt.changed_from(self, activity);
         let reservation = rebuilt.reqs[&activity].granted;
@@ -409,7 +479,11 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
     /// period recomputed (the smallest requested period, unless configured).
     /// Returns the activities whose grant changed; on refusal nothing changes.
     pub fn rebuild(&mut self) -> Result<Vec<(A, Reservation)>, Refusal> {
-        let all: Vec<(A, Reservation)> = self.reqs.iter().map(|(a, r)| (*a, r.requested)).collect();
+        let all: Vec<(A, Reservation, Option<Pin>)> = self
+            .reqs
+            .iter()
+            .map(|(a, r)| (*a, r.requested, r.pin))
+            .collect();
         let rebuilt = self.build(&all)?;
         let changed = rebuilt.changed_from(self, None);
         *self = rebuilt;
@@ -462,11 +536,33 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
             if total < r.granted.amount.0 {
                 return Err(format!("{a:?} placed {total} < granted {:?}", r.granted));
             }
+            if let Some(pin) = r.pin {
+                let elsewhere = (0..(1u64 << k))
+                    .filter(|&j| j != pin.node)
+                    .any(|j| self.nodes[idx(k, j)].slots.iter().any(|s| s.activity == *a));
+                if pin.depth != k || elsewhere {
+                    return Err(format!("{a:?} is pinned to {pin} but placed elsewhere"));
+                }
+            }
         }
         Ok(())
     }
 
     // ---- construction ----------------------------------------------------
+
+    /// `requested` scaled to `base`, its pin checked against the depth.
+    fn request(&self, base: u64, requested: Reservation, pin: Option<Pin>) -> Result<Req, Refusal> {
+        let (granted, depth) = self.scale(base, requested)?;
+        if let Some(pin) = pin.filter(|p| p.depth != depth) {
+            return Err(Refusal::PinMismatch { pin, depth });
+        }
+        Ok(Req {
+            requested,
+            granted,
+            depth,
+            pin,
+        })
+    }
 
     fn scale(&self, base: u64, r: Reservation) -> Result<(Reservation, u32), Refusal> {
         let mut k = 0u32;
@@ -497,27 +593,19 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
 
     /// A fresh graph for `all`, placed in decreasing order of percentage
     /// with backtracking.
-    fn build(&self, all: &[(A, Reservation)]) -> Result<Self, Refusal> {
+    fn build(&self, all: &[(A, Reservation, Option<Pin>)]) -> Result<Self, Refusal> {
         let mut g = Graph::new(self.params);
         let base = match self.params.base_period {
             Some(b) => b.0,
-            None => match all.iter().map(|(_, r)| r.period.0).min() {
+            None => match all.iter().map(|(_, r, _)| r.period.0).min() {
                 Some(b) => b,
                 None => return Ok(g),
             },
         };
         g.base = Some(base);
         let mut order = Vec::with_capacity(all.len());
-        for &(a, requested) in all {
-            let (granted, depth) = self.scale(base, requested)?;
-            order.push((
-                a,
-                Req {
-                    requested,
-                    granted,
-                    depth,
-                },
-            ));
+        for &(a, requested, pin) in all {
+            order.push((a, self.request(base, requested, pin)?));
         }
         let depth = order.iter().map(|(_, r)| r.depth).max().unwrap_or(0);
         g.deepen(depth);
@@ -534,10 +622,13 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
                 capacity: clamp(capacity),
             });
         }
+        // Pinned reservations first: they have one place only.
         order.sort_by(|(a, x), (b, y)| {
+            let pinned = y.pin.is_some().cmp(&x.pin.is_some());
             let lhs = y.granted.amount.0 as u128 * x.granted.period.0 as u128;
             let rhs = x.granted.amount.0 as u128 * y.granted.period.0 as u128;
-            lhs.cmp(&rhs)
+            pinned
+                .then(lhs.cmp(&rhs))
                 .then(x.granted.period.cmp(&y.granted.period))
                 .then(a.cmp(b))
         });
@@ -592,6 +683,14 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
         let c = self.params.switch_cost.0;
         let amount = req.granted.amount.0;
         let min = self.params.min_interval.0.max(1);
+        if let Some(pin) = req.pin {
+            let fits = self.label(k, pin.node) >= amount.saturating_add(c);
+            return if fits {
+                vec![vec![(pin.node, amount)]]
+            } else {
+                Vec::new()
+            };
+        }
         let mut nodes: Vec<(u64, u64)> = (0..(1u64 << k)).map(|j| (self.label(k, j), j)).collect();
         nodes.sort_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
         let mut out: Vec<Placement> = Vec::new();

@@ -18,8 +18,10 @@
 //!   [`Inheritance::release`] hands the mutex to the first waiter (FIFO),
 //!   the other waiters now wait for the new holder;
 //! - the reply to an RPC ([`Inheritance::call`]): the client waits for the
-//!   server until [`Inheritance::reply`]. While serving, the server runs
-//!   under the client's activity ([`Inheritance::activity_of`]: the
+//!   server until [`Inheritance::reply`] (or [`Inheritance::end_call`],
+//!   which also ends the call of a blocked server, for when the client or
+//!   the server goes away). While serving, the server runs under the
+//!   client's activity ([`Inheritance::activity_of`]: the
 //!   outermost client of a nest of calls) and, since the client is blocked
 //!   on it, inherits the client's constraints like a mutex holder would.
 //!
@@ -39,11 +41,12 @@
 //! - `block_on` and `call` add an edge out of a root: chains only grow at
 //!   their end, every hint stays on its chain (a hint naming the old root
 //!   is merely short: the next query continues from it and compresses);
-//! - `release` with waiters and `reply` remove the edge into the old root
-//!   for a whole subtree (the new holder and the threads behind it, the
-//!   replied-to client and the threads behind it): every hint in that
-//!   subtree is cleared, eagerly, before the call returns. Hints outside it
-//!   are untouched, since no chain outside it changed.
+//! - `release` with waiters, `reply` and `end_call` remove the edge out of
+//!   the new root for a whole subtree (the new holder and the threads
+//!   behind it, the client whose call ended and the threads behind it):
+//!   every hint in that subtree is cleared, eagerly, before the call
+//!   returns. Hints outside it are untouched, since no chain outside it
+//!   changed.
 //!
 //! **Deadlock.** A thread that is not blocked is a root, so blocking it on
 //! a mutex closes a cycle exactly when the holder's chain ends at it
@@ -57,12 +60,13 @@
 //! are `BTreeMap`s, so each step costs `O(log n)`): `runs_for` is amortized
 //! `O(log n)` steps (path compression without union by rank), `O(1)` steps
 //! when the hint is fresh, which is the common case the paper describes;
-//! `block_on` is one `runs_for`; `effective`, `release` with waiters and
-//! `reply` walk the subtree, `O(k log n)`; the rest is `O(log n)`.
+//! `block_on` is one `runs_for`; `effective`, `release` with waiters,
+//! `reply` and `end_call` walk the subtree, `O(k log n)`; `activity_of` is
+//! `O(log n)` per level of nested calls; the rest is `O(log n)`.
 //!
 //! **Limits.** No recursive mutexes (acquiring a mutex one holds is
 //! [`InheritError::Busy`]); a blocked thread cannot act (acquire, block,
-//! release, call, reply); threads are never removed (a thread is created on
+//! release, call, reply; `end_call` is done to it, not by it); threads are never removed (a thread is created on
 //! first mention and is unblocked, constraint-less, idle); `effective` is
 //! recomputed on each query rather than cached; the paper's rule of not
 //! inheriting when the blocked thread has no constraint and its activity has
@@ -326,6 +330,25 @@ impl<T: Copy + Ord, M: Copy + Ord, C: Copy> Inheritance<T, M, C> {
         // Every chain through `client` ended at `server` and now ends at it.
         self.clear_hints(client);
         Ok(client)
+    }
+
+    /// Ends the call `server` serves even if `server` is blocked (on a
+    /// mutex or a nested call of its own): for when the client or the
+    /// server goes away. The client is unblocked and returned; a nested
+    /// call `server` made stays open.
+    pub fn end_call(&mut self, server: T) -> Result<T, InheritError> {
+        let th = self.threads.get(&server).ok_or(InheritError::NotServing)?;
+        let client = th.client.ok_or(InheritError::NotServing)?;
+        self.thread(server).client = None;
+        self.thread(client).wait = None;
+        // As in `reply`: chains through `client` now end at it.
+        self.clear_hints(client);
+        Ok(client)
+    }
+
+    /// The client whose call `server` is serving, if any.
+    pub fn client_of(&self, server: T) -> Option<T> {
+        self.threads.get(&server).and_then(|th| th.client)
     }
 
     /// The thread whose activity `t` runs under: the outermost client of the

@@ -6,12 +6,17 @@
 //! (SOSP '97): §2.3 (reservations per activity), §2.4 (time constraints),
 //! §3 (the scheduling graph, interval assignment, EDF in assigned time,
 //! round robin within an activity and among activities for the rest), §4.2
-//! (constraint inheritance across mutexes), §4.5 (the second-chance queue)
-//! and §4.6 (next-thread selection, rules 1–5; in `select.rs`).
+//! (constraint inheritance across mutexes and RPCs), §4.5 (the
+//! second-chance queue) and §4.6 (next-thread selection, rules 1–5).
+//! The messages are handled in `requests.rs`, selection is in `select.rs`
+//! over the queues of `queues.rs`.
 //!
 //! **Children and messages.** A child (a thread) attaches with `activity`
 //! (a string; empty or absent: the thread is an activity of its own).
-//! Threads of one activity share its reservation. A thread sends:
+//! Threads of one activity share its reservation. The `placement`
+//! parameter (`"B@0.0 A@1.0"`) pins named activities' reservations to graph
+//! nodes (`DEPTH.NODE`), to reproduce a given layout such as the paper's
+//! Figure 3-1. A thread sends:
 //! - `reserve { amount, period }`: reserve for its activity; replies
 //!   `Ok { amount, period, rebuilt }` with the grant (the period scaled down
 //!   to `base * 2^k`, the amount scaled with it, rounded up), or `Err` with
@@ -20,7 +25,9 @@
 //! - `begin_constraint { start, estimate, deadline, critical, relative }`:
 //!   `start` and `deadline` are instants (time since 0; with `relative =
 //!   true`, from now), `start` defaults to now; replies `Ok { id, start,
-//!   deadline, estimate }` or `Err` saying how much could be found;
+//!   deadline, estimate, assigned }` (`assigned`: the interval assignment,
+//!   e.g. `"244ms-248ms 257ms-258ms"`) or `Err` saying how much could be
+//!   found;
 //! - `end_constraint`: ends the thread's innermost constraint; replies
 //!   `Ok { taken, released }` (`taken`: the CPU time the thread received
 //!   while the constraint was in effect). A refused (infeasible)
@@ -32,14 +39,43 @@
 //!   the thread waits for the mutex's holder (`Err` on a free mutex or a
 //!   wait-for cycle); `unlock { mutex }`: releases it, handing it to the
 //!   first waiter (`Ok { handed_over }`). The simulator's own mutexes are
-//!   not visible to a policy: these messages mirror them.
+//!   not visible to a policy: these messages mirror them;
+//! - `rpc_serve { port }` (an integer): the thread becomes the server of
+//!   the port (`Err` if the port has one);
+//! - `rpc_call { port }`: the thread calls the port's server and should
+//!   block next (sleep, or wait for a mutex) until the server replies.
+//!   From the call to the reply the server is scheduled as a member of the
+//!   caller's activity (the outermost caller's, for nested calls; §4.2:
+//!   "RPC service threads ... belong to the caller's activity and inherit
+//!   all of the caller's scheduling attributes"): it runs in that
+//!   activity's reserved intervals, second chance and round-robin turns,
+//!   and while the caller is blocked it inherits the caller's constraint
+//!   as a mutex holder does. Its CPU time is charged where its run was
+//!   chosen: the caller's activity's intervals and turns, its second-chance
+//!   debt, or the inherited constraint's share of the node (its own
+//!   constraint, if any, counts what it runs as always). `Err` if the port
+//!   has no server, the server serves another call or is blocked, the call
+//!   would close a cycle (the sender serves the port, or the server waits
+//!   for the sender), or the sender is itself waiting (after a `block_on`
+//!   or an `rpc_call` of its own);
+//! - `rpc_reply`: the server ends the call it serves and goes back to its
+//!   own activity (`Err` if it serves none); the graph VP re-decides if it
+//!   ran there for the caller.
+//!
+//! A thread that leaves ends the call it makes (its server goes back to its
+//! own activity), the call it serves (its caller waits no more) and closes
+//! its ports. A server's `reserve`, `release` and constraints are its own
+//! activity's, in a call too.
 //!
 //! When the graph changes (`reserve`, `release`, the last thread of a
 //! reserved activity leaving) the constraint book is rebuilt over the new
 //! graph and the open constraints are carried over by re-admitting each
 //! (in id order, so outer before inner) with what it has not yet received
-//! and its remaining window; one that no longer fits is dropped (its
-//! `end_constraint` then answers `Err`).
+//! and its remaining window. Accepted constraints are promises, so a
+//! `reserve` that would leave one of them without its time is refused
+//! (the reply names the constraint); after a `release` (which only frees
+//! time) one that no longer fits, which can only be the releasing
+//! activity's, is dropped (its `end_constraint` then answers `Err`).
 //!
 //! **Decisions (§4.6).** Base period `i` starts at the absolute instant
 //! `i * base`; a *node* is the graph interval (switch + run) of
@@ -50,9 +86,9 @@
 //! 2. among the constraints owning assigned time in the node, earliest
 //!    deadline first, one whose effective start has come, that has not
 //!    received its guaranteed time and not yet used its share of the node,
-//!    and whose thread waits — or is blocked on a mutex and the thread at
-//!    the end of its inheritance chain waits (§4.2): that thread runs until
-//!    the share is used, the node ends, or it unlocks;
+//!    and whose thread waits — or is blocked on a mutex or in a call and the
+//!    thread at the end of its inheritance chain waits (§4.2): that thread
+//!    runs until the share is used, the node ends, or it unlocks or replies;
 //! 3. in a node reserved for an activity, a waiting thread of it: threads
 //!    with pending denied constraints, then threads with late constraints
 //!    (guaranteed time used, or past the deadline; both earliest deadline
@@ -62,18 +98,57 @@
 //! 5. the round-robin queue of activities (the first with a waiting thread
 //!    goes to the back), a thread chosen the same way, for `quantum`.
 //!
-//! A thread picked in steps 3–5 goes to the back of its activity's round
-//! robin. The second-chance queue (§4.5): when an activity's last runnable
-//! thread releases during a node reserved for it (graph VP held), the rest
-//! of the node is recorded as lost, valid until the activity's next node
-//! starts; waking inside the same node takes back what is left of it; time
-//! run in step 4 pays it off.
+//! *Round robin* (§3.4, §3.5). Threads wait in their activity's line, and
+//! activities in the activities' line, by turn. A thread picked in steps
+//! 3–5 goes to the back of its activity's line when it is picked (assigned
+//! time in step 2 does not cost it its place); an activity picked in step 5
+//! goes to the back of the activities' line. A thread that wakes takes a
+//! fresh turn at the back of its activity's line; an activity none of
+//! whose threads was waiting or running takes a fresh turn at the back of
+//! the activities' line when one wakes (or an RPC server joins it). So a
+//! briefly sleeping thread or activity queues behind those that kept
+//! running, the one running at its wake-up included (it went to the back
+//! when it was picked): free time is plain round robin, and 50ms of work
+//! waking among `N` CPU-bound activities with a 10ms quantum takes about
+//! `50 + 50N` ms after the rest of the quantum running at its wake-up (the
+//! paper's Fig. 5-5).
+//!
+//! The second-chance queue (§4.5): when an activity's last runnable thread
+//! releases during a node reserved for it (graph VP held), or its RPC
+//! server replies then and leaves it with none, the rest of the node is
+//! recorded as lost, valid until the activity's next node starts; waking
+//! inside the same node takes back what is left of it; time run in step 4
+//! pays it off.
 //!
 //! Every horizon is cut at the end of the current node, so each node
 //! boundary re-decides. A waking child that outranks (by rule) what the
 //! graph VP runs preempts it; a timer at a constraint's future start does
-//! too; `block_on` re-decides. Other VPs use rule 5 alone with `quantum`. The policy is work
-//! conserving: it answers `Release` only when nothing waits.
+//! too; `block_on`, `rpc_call` and `rpc_reply` re-decide when they change
+//! the answer. Other VPs use rule 5 alone with `quantum`. The policy is
+//! work conserving: it answers `Release` only when nothing waits.
+//!
+//! **Cost of a decision.** With `n` threads, `A` activities and `C` open
+//! constraints, `vp_grant`, `vp_request` and `vp_release` (with their
+//! preemption checks) and `charge` cost `O(log n + log A)` plus, where they
+//! apply: `O(k log k)` for the `k` constraints owning assigned time in the
+//! node (rule 2 takes them in EDF order until one can run, walking its
+//! chain of waits, `O(log n)` a step); `O(m log n)` for the `m` waiting
+//! threads of the chosen activity with a pending denied or an open
+//! constraint (rule 3's first two classes); `O(R log R)` for the `R`
+//! entries of the second-chance queue (reserved activities only). The node
+//! holding `now` is a binary search in the kept walk of the current and the
+//! next base period (`O(log p)` for `p` intervals on a path), rebuilt with
+//! [`Graph::period`] once per base period and at each graph change; an
+//! activity blocking in its own node finds its next node in that walk, or
+//! else walks up to a hyperperiod (reservations of more than two base
+//! periods). Nothing scans the threads or the activities: the queues of
+//! `queues.rs` change in `O(log n)` with each thread. So with CPU-bound
+//! threads in many activities and a few reservations and constraints, a
+//! decision is `O(log n)` (the paper's §4.6 gets `O(1)` with intrusive
+//! lists; ordered maps keep this deterministic and simple). Without a base
+//! period the one node holds every open constraint's pieces (`k = C`).
+//! Messages cost more (`reserve` rebuilds the graph and re-admits every
+//! open constraint; `begin_constraint` walks its window).
 //!
 //! **Guarantee.** Holding one CPU through `ParentVp(0)` without a platform
 //! tick: an activity granted `(X', Y')` one of whose threads is waiting or
@@ -83,7 +158,7 @@
 //! of its intervals (the graph reserves `switch_cost + run` per interval and
 //! the whole interval goes to the activity's threads, the constraints of the
 //! same activity included, since assigned pieces in an activity's interval
-//! are that activity's). An accepted constraint whose thread stays runnable
+//! are that activity's, and an RPC server during a call). An accepted constraint whose thread stays runnable
 //! from its effective start to its deadline receives its guaranteed time by
 //! its deadline: in each interval where it owns `p` of assigned time it
 //! runs `p` ahead of anything else there (the pieces in one interval fit in
@@ -96,37 +171,47 @@
 //!
 //! **Implemented.** §3 graph and interval assignment, §4.3 criticality,
 //! §4.4 nesting (in [`super::constraints`]); §4.6 rules 1–5; §4.5 second
-//! chance; §4.2 inheritance across mutexes reported by message.
+//! chance; §4.2 inheritance across mutexes and RPCs, reported by message.
 //!
 //! **Limits.** Only `ParentVp(0)` follows the graph: on several CPUs the
 //! other VPs use free-time round robin (a reserved thread gets at least its
 //! guarantee, possibly more), and if the parent never grants `ParentVp(0)`
-//! nothing is guaranteed. Not done: RPC inheritance (§4.2; the building
-//! block has `call`/`reply` but no message drives them); inheritance for a
-//! blocked thread *without* a constraint whose activity has nothing else
-//! runnable (only constrained waiters pass their time on); the chain is
-//! walked on every decision without path compression (the building block's
-//! `runs_for` needs `&mut`); a thread that leaves while blocked keeps the
+//! nothing is guaranteed. A server stands for Rialto's per-call service
+//! thread: it serves one call at a time (a busy server refuses), and the
+//! caller must block by itself after `rpc_call` (a message cannot block a
+//! thread); from the call to the reply the caller counts as waiting in the
+//! inheritance book, so it cannot `lock`, `block_on` or call meanwhile.
+//! Not done: inheritance for a thread blocked on a mutex *without* a
+//! constraint whose activity has nothing else runnable (only constrained
+//! waiters pass their time on; an RPC caller's activity does go to its
+//! server, which is in it); the chain is walked on every decision without
+//! path compression (the building block's `runs_for` needs `&mut`); a thread that leaves while blocked keeps the
 //! mutexes it holds in the inheritance book (others it holds are handed
 //! on); rule 3's preference for denied/late threads acts at decisions and
 //! does not preempt; the second-chance record is the rest of the node at
 //! the block, not time actually displaced; `activity` cannot be an integer
 //! (a child parameter has one kind; use a string), no admission control at
-//! `register_vp`. Selection scans the children: `O(n)` per decision.
-//!
-use std::collections::BTreeMap;
+//! `register_vp`.
+
+use std::collections::{BTreeMap, BTreeSet};
 
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value, VpState,
 };
 
-use super::constraints::{ConstraintId, ConstraintInfo, Constraints, Rejected, Request};
-use super::graph::{Graph, GraphParams};
+use super::constraints::{ConstraintId, Constraints};
+use super::graph::{Graph, GraphParams, Pin};
 use super::inherit::Inheritance;
 
+#[path = "queues.rs"]
+mod queues;
+#[path = "requests.rs"]
+mod requests;
 #[path = "select.rs"]
 mod select;
+
+use queues::{Act, Entry, Walk};
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "rialto",
@@ -136,11 +221,15 @@ pub const INFO: PolicyInfo = PolicyInfo {
           scheduling graph (refused with the reason if it does not fit), `release` drops \
           it, `begin_constraint { start, estimate, deadline, critical }` / \
           `end_constraint` run time constraints EDF in assigned time; `lock`, `unlock`, \
-          `block_on { mutex }` report mutexes so holders inherit waiters' constraints. \
-          The first VP follows the graph by the paper's §4.6 rules (next node under \
-          `threshold`, EDF constraint, the node's activity, the second-chance queue, \
-          round robin of activities with `quantum`); other VPs are activity round \
-          robin. Limits: no RPC inheritance.",
+          `block_on { mutex }` report mutexes so holders inherit waiters' constraints; \
+          `rpc_serve { port }`, `rpc_call { port }` (then block), `rpc_reply` run an RPC \
+          server in its caller's activity (reservation, round robin, the blocked \
+          caller's constraint) until it replies. The first VP follows the graph by the \
+          paper's §4.6 rules (next node under `threshold`, EDF constraint, the node's \
+          activity, the second-chance queue, round robin of activities with `quantum`; \
+          a waking thread or activity goes to the back of its line); other VPs are \
+          activity round robin. Limits: only the first VP follows the graph; a server \
+          takes one call at a time.",
     params,
     child_params,
     build,
@@ -196,7 +285,33 @@ fn params() -> Vec<ParamSpec> {
             "§4.6 rule 1: with less than this left in a node, select the next node",
         )
         .with_default(Value::Duration(Duration::ZERO)),
+        ParamSpec::new(
+            "placement",
+            ParamKind::Str,
+            "pins activities' reservations to graph nodes, e.g. \"B@0.0 A@1.0 C@2.1\" \
+             (DEPTH.NODE; use with a fixed base_period)",
+        )
+        .with_default(Value::Str(String::new())),
     ]
+}
+
+/// Parses `placement`: `ACTIVITY@DEPTH.NODE` entries separated by spaces
+/// or commas.
+fn placement(text: &str) -> Result<BTreeMap<String, Pin>, String> {
+    let mut pins = BTreeMap::new();
+    for entry in text.split([' ', ',']).filter(|e| !e.is_empty()) {
+        let (name, node) = entry.split_once('@').ok_or_else(|| {
+            format!("`placement`: `{entry}` is not ACTIVITY@DEPTH.NODE (e.g. `A@1.0`)")
+        })?;
+        if name.is_empty() {
+            return Err(format!("`placement`: `{entry}` names no activity"));
+        }
+        let pin = node.parse().map_err(|e| format!("`placement`: {e}"))?;
+        if pins.insert(name.to_string(), pin).is_some() {
+            return Err(format!("`placement`: activity `{name}` is pinned twice"));
+        }
+    }
+    Ok(pins)
 }
 
 fn child_params() -> Vec<ParamSpec> {
@@ -208,41 +323,6 @@ fn child_params() -> Vec<ParamSpec> {
     .with_default(Value::Str(String::new()))]
 }
 
-fn reserve_params() -> Vec<ParamSpec> {
-    vec![
-        ParamSpec::new("amount", dur(Duration::ZERO), "CPU time per period"),
-        ParamSpec::new("period", dur(Duration::ZERO), "the period"),
-    ]
-}
-
-fn begin_params() -> Vec<ParamSpec> {
-    vec![
-        ParamSpec::new("start", dur(Duration::ZERO), "earliest start (default now)")
-            .with_default(Value::Duration(Duration::ZERO)),
-        ParamSpec::new("estimate", dur(Duration::ZERO), "CPU time needed"),
-        ParamSpec::new("deadline", dur(Duration::ZERO), "deadline"),
-        ParamSpec::new("critical", ParamKind::Bool, "critical constraint (§4.3)")
-            .with_default(Value::Bool(false)),
-        ParamSpec::new(
-            "relative",
-            ParamKind::Bool,
-            "start and deadline count from now",
-        )
-        .with_default(Value::Bool(false)),
-    ]
-}
-
-fn mutex_params() -> Vec<ParamSpec> {
-    vec![ParamSpec::new(
-        "mutex",
-        ParamKind::Int {
-            min: i64::MIN,
-            max: i64::MAX,
-        },
-        "the mutex (any integer naming it among the scheduler's threads)",
-    )]
-}
-
 fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     let base = params.duration("base_period");
     let mut gp = GraphParams::paper(params.duration("switch_cost"));
@@ -250,6 +330,7 @@ fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     gp.min_interval = params.duration("min_interval");
     let mut r = Rialto::new(gp, params.duration("quantum"), params.duration("horizon"));
     r.threshold = params.duration("threshold");
+    r.pins = placement(params.str("placement"))?;
     Ok(Box::new(r))
 }
 
@@ -266,7 +347,11 @@ enum State {
 #[derive(Clone, Debug)]
 struct Child {
     state: State,
+    /// The activity it was attached with: its reservation, its constraints.
     activity: Activity,
+    /// The activity it is scheduled in: `activity`, or while it serves an
+    /// RPC the (outermost) caller's (§4.2).
+    sched: Activity,
     /// Round-robin order: the smallest waiting turn goes first.
     turn: u64,
     /// Start of its current run segment (or its last charge).
@@ -276,7 +361,11 @@ struct Child {
     /// Its name in the inheritance graph (child ids are reused, serials not).
     serial: u64,
     /// Mutexes it holds (§4.2).
-    holds: std::collections::BTreeSet<i64>,
+    holds: BTreeSet<i64>,
+    /// RPC ports it serves.
+    ports: BTreeSet<i64>,
+    /// Where the selection queues hold it (see `queues.rs`).
+    entry: Option<Entry>,
 }
 
 /// A refused `begin_constraint` still pending (§4.6 rule 3 (1)).
@@ -324,6 +413,10 @@ struct Slot {
     tier: Tier,
     /// Start of the graph interval it was chosen in.
     interval: Instant,
+    /// When it was granted.
+    granted: Instant,
+    /// Its round-robin turn and its activity's before this grant.
+    turns_before: (u64, Option<u64>),
 }
 
 /// CPU time of an open constraint.
@@ -345,8 +438,13 @@ pub struct Rialto {
     runnable: u32,
     seq: u64,
     names: BTreeMap<String, Activity>,
-    /// Threads per activity (activities with none are forgotten).
-    members: BTreeMap<Activity, u32>,
+    /// Activities with at least one thread (the others are forgotten).
+    acts: BTreeMap<Activity, Act>,
+    /// Rule 5's round-robin queue: the activities with a waiting thread,
+    /// by (turn, activity).
+    ready: BTreeSet<(u64, Activity)>,
+    /// The walk of the current and the next base period.
+    walk: Option<Walk>,
     next_activity: Activity,
     next_constraint: u64,
     served: BTreeMap<ConstraintId, Served>,
@@ -354,16 +452,18 @@ pub struct Rialto {
     used_in: (Instant, BTreeMap<ConstraintId, Duration>),
     /// §4.6 rule 1's minimum threshold.
     threshold: Duration,
-    /// Round-robin order of activities for free time (smallest first).
-    act_turn: BTreeMap<Activity, u64>,
     /// Pending denied constraints per thread, oldest first.
     denied: BTreeMap<ChildId, Vec<Denied>>,
     /// The second-chance queue (§4.5).
     second: BTreeMap<Activity, SecondChance>,
-    /// Mutex ownership and blocking (§4.2), by thread serial.
+    /// Mutexes, RPCs and who waits for whom (§4.2), by thread serial.
     inherit: Inheritance<u64, i64, ()>,
     by_serial: BTreeMap<u64, ChildId>,
     next_serial: u64,
+    /// RPC port -> the serial of its server thread.
+    ports: BTreeMap<i64, u64>,
+    /// Graph nodes pinned for named activities (the `placement` parameter).
+    pins: BTreeMap<String, Pin>,
 }
 
 impl Rialto {
@@ -378,18 +478,21 @@ impl Rialto {
             runnable: 0,
             seq: 0,
             names: BTreeMap::new(),
-            members: BTreeMap::new(),
+            acts: BTreeMap::new(),
+            ready: BTreeSet::new(),
+            walk: None,
             next_activity: 0,
             next_constraint: 0,
             served: BTreeMap::new(),
             used_in: (Instant::ZERO, BTreeMap::new()),
             threshold: Duration::ZERO,
-            act_turn: BTreeMap::new(),
             denied: BTreeMap::new(),
             second: BTreeMap::new(),
             inherit: Inheritance::new(),
             by_serial: BTreeMap::new(),
             next_serial: 0,
+            ports: BTreeMap::new(),
+            pins: BTreeMap::new(),
         }
     }
 
@@ -419,27 +522,34 @@ impl Rialto {
         self.children.get(child).map(|c| c.activity)
     }
 
+    /// The activity `child` is scheduled in: its own, or while it serves an
+    /// RPC its caller's.
+    pub fn scheduled_in(&self, child: ChildId) -> Option<Activity> {
+        self.children.get(child).map(|c| c.sched)
+    }
+
     /// The graph interval holding `now`: `(start, end, activity)`.
+    /// `O(log m)` for `m` intervals on a path when the walk kept for
+    /// decisions holds `now`'s base period, a walk of the graph otherwise.
     pub fn interval_at(&self, now: Instant) -> (Instant, Instant, Option<Activity>) {
         let Some(base) = self.graph().base_period().map(|b| b.0) else {
             return (Instant::ZERO, Instant::NEVER, None);
         };
-        let i = now.0 / base;
-        let t0 = i * base;
-        let off = now.0 - t0;
-        let mut acc = 0;
-        for iv in self.graph().period(i) {
-            let len = iv.len().0;
-            if off < acc + len {
-                return (Instant(t0 + acc), Instant(t0 + acc + len), iv.activity);
-            }
-            acc += len;
+        match &self.walk {
+            Some(w) if w.covers(base, now) => w.at(now),
+            _ => Walk::new(self.graph(), base, now.0 / base).at(now),
         }
-        (Instant(t0 + acc.min(off)), Instant(t0 + base), None)
     }
 
-    /// What constraint `c` may still run in the interval `[start, end)`.
-    fn available(&self, c: ConstraintId, now: Instant, start: Instant, end: Instant) -> Duration {
+    /// What constraint `c`, which owns `assigned` of the interval starting
+    /// at `start`, may still run there.
+    fn available(
+        &self,
+        c: ConstraintId,
+        now: Instant,
+        start: Instant,
+        assigned: Duration,
+    ) -> Duration {
         let Some(info) = self.book.get(c) else {
             return Duration::ZERO;
         };
@@ -452,10 +562,7 @@ impl Rialto {
         } else {
             Duration::ZERO
         };
-        let share = self
-            .book
-            .assigned_between(c, start, end)
-            .saturating_sub(used);
+        let share = assigned.saturating_sub(used);
         share.min(info.guaranteed.saturating_sub(served.since_admitted))
     }
 
@@ -464,31 +571,52 @@ impl Rialto {
         if !matches!(cx.vp_state(GRAPH_VP), VpState::Held(_)) {
             return;
         }
+        let now = cx.now();
+        self.prepare_walk(now);
         let Some(Some(slot)) = self.on_vp.get(GRAPH_VP.index()) else {
             return;
         };
-        let now = cx.now();
         let (start, _, _) = self.node(now);
         // A slot chosen in an earlier interval is re-decided by its horizon.
         if slot.interval != start {
             return;
         }
-        if self
-            .best_waiting_rank(now)
-            .is_some_and(|r| r < slot.tier.rank())
-        {
+        if self.waiting_outranks(now, slot.tier) {
             cx.reschedule(GRAPH_VP);
         }
     }
 
     /// Whatever ran on `vp` stopped.
-    fn stop(&mut self, vp: ParentVp) {
+    fn stop(&mut self, vp: ParentVp, now: Instant) {
         if let Some(slot) = self.on_vp.get_mut(vp.index()).and_then(Option::take) {
+            // Preempted before it ran more than the switch into it (a
+            // constraint's start came, say): it keeps its place in line,
+            // or round robin could pass it over for ever.
+            if now.saturating_since(slot.granted) <= self.graph().params().switch_cost {
+                self.restore_turns(&slot);
+            }
             if let Some(c) = self.children.get_mut(slot.child) {
                 if c.state == State::Running(vp) {
                     c.state = State::Waiting;
+                    self.reindex(slot.child);
                 }
             }
+        }
+    }
+
+    /// Puts the turns a grant took back as they were before it.
+    fn restore_turns(&mut self, slot: &Slot) {
+        if matches!(slot.tier, Tier::Constraint(_)) {
+            return;
+        }
+        let Some(c) = self.children.get_mut(slot.child) else {
+            return;
+        };
+        c.turn = slot.turns_before.0;
+        let activity = c.sched;
+        self.reindex(slot.child);
+        if let (Tier::Free, Some(turn)) = (slot.tier, slot.turns_before.1) {
+            self.set_turn(activity, turn);
         }
     }
 
@@ -501,183 +629,9 @@ impl Rialto {
         if c.state != State::Idle {
             c.state = State::Idle;
             self.runnable -= 1;
+            self.reindex(child);
         }
     }
-
-    /// Replaces the graph: a new book, open constraints re-admitted.
-    fn set_graph(&mut self, cx: &mut Cx, graph: Graph<Activity>) {
-        let now = cx.now();
-        let old = std::mem::replace(&mut self.book, Constraints::new(graph, self.horizon));
-        let mut open: Vec<ConstraintInfo<Activity, ChildId>> = old.open().copied().collect();
-        open.sort_by_key(|i| i.id);
-        for info in open {
-            let served = self.served.get(&info.id).copied().unwrap_or_default();
-            let req = Request {
-                start: info.start.max(now),
-                estimate: info.guaranteed.saturating_sub(served.since_admitted),
-                deadline: info.deadline,
-                critical: info.critical,
-            };
-            if self
-                .book
-                .begin(now, info.activity, info.thread, info.id, req)
-                .is_ok()
-            {
-                if let Some(s) = self.served.get_mut(&info.id) {
-                    s.since_admitted = Duration::ZERO;
-                }
-            } else {
-                self.served.remove(&info.id);
-                cx.cancel_timer(timer_key(info.id));
-            }
-        }
-        self.used_in.1.clear();
-        if matches!(cx.vp_state(GRAPH_VP), VpState::Held(_)) {
-            cx.reschedule(GRAPH_VP);
-        }
-    }
-
-    fn reserve(&mut self, cx: &mut Cx, child: ChildId, args: &Params) -> Result<Params, String> {
-        let args = args.resolve(&reserve_params())?;
-        let activity = self.children[child].activity;
-        let mut graph = self.graph().clone();
-        let g = graph
-            .reserve(activity, args.duration("amount"), args.duration("period"))
-            .map_err(|r| format!("reservation refused: {r}"))?;
-        self.set_graph(cx, graph);
-        Ok(Params::new()
-            .with("amount", Value::Duration(g.reservation.amount))
-            .with("period", Value::Duration(g.reservation.period))
-            .with("rebuilt", Value::Bool(g.rebuilt)))
-    }
-
-    fn release(&mut self, cx: &mut Cx, activity: Activity) -> Result<Params, String> {
-        let mut graph = self.graph().clone();
-        let r = graph
-            .release(activity)
-            .ok_or_else(|| "the sender's activity holds no reservation".to_string())?;
-        self.set_graph(cx, graph);
-        Ok(Params::new()
-            .with("amount", Value::Duration(r.amount))
-            .with("period", Value::Duration(r.period)))
-    }
-
-    fn begin(&mut self, cx: &mut Cx, child: ChildId, args: &Params) -> Result<Params, String> {
-        let args = args.resolve(&begin_params())?;
-        let now = cx.now();
-        let (s, d) = (args.duration("start"), args.duration("deadline"));
-        let (start, deadline) = if args.bool("relative") {
-            (now.saturating_add(s), now.saturating_add(d))
-        } else {
-            (Instant(s.0), Instant(d.0))
-        };
-        if deadline <= now.max(start) {
-            return Err(format!(
-                "the deadline ({deadline}) is not after the start ({})",
-                now.max(start)
-            ));
-        }
-        let id = ConstraintId(self.next_constraint);
-        let activity = self.children[child].activity;
-        let req = Request {
-            start,
-            estimate: args.duration("estimate"),
-            deadline,
-            critical: args.bool("critical"),
-        };
-        let acc = match self.book.begin(now, activity, child, id, req) {
-            Ok(acc) => acc,
-            Err(e) => {
-                // A denied constraint stays pending until `end_constraint`:
-                // its thread is preferred in its activity's time (§4.6 rule 3).
-                if matches!(e, Rejected::Infeasible { .. }) {
-                    self.next_constraint += 1;
-                    self.denied.entry(child).or_default().push(Denied {
-                        id,
-                        deadline,
-                        taken: Duration::ZERO,
-                    });
-                }
-                return Err(format!(
-                    "constraint refused: {e} (pending as denied until `end_constraint`)"
-                ));
-            }
-        };
-        self.next_constraint += 1;
-        self.served.insert(id, Served::default());
-        if acc.start > now {
-            cx.set_timer(timer_key(id), acc.start);
-        }
-        self.preempt_if_needed(cx);
-        Ok(Params::new()
-            .with("id", Value::Int(id.0 as i64))
-            .with("start", Value::Duration(Duration(acc.start.0)))
-            .with("deadline", Value::Duration(Duration(acc.deadline.0)))
-            .with("estimate", Value::Duration(acc.estimate)))
-    }
-
-    fn end(&mut self, cx: &mut Cx, child: ChildId) -> Result<Params, String> {
-        let last_denied = self.denied.get(&child).and_then(|v| v.last()).map(|d| d.id);
-        if last_denied.is_some_and(|d| self.book.current(child).is_none_or(|c| c < d)) {
-            let v = self.denied.get_mut(&child).expect("present");
-            let mut d = v.pop().expect("present");
-            if v.is_empty() {
-                self.denied.remove(&child);
-            }
-            let c = &self.children[child];
-            if matches!(c.state, State::Running(_)) {
-                d.taken += (cx.now() - c.since).saturating_sub(c.flushed);
-            }
-            return Ok(Params::new()
-                .with("taken", Value::Duration(d.taken))
-                .with("released", Value::Duration(Duration::ZERO))
-                .with("denied", Value::Bool(true)));
-        }
-        let id = self
-            .book
-            .current(child)
-            .ok_or_else(|| "the sender has no open constraint".to_string())?;
-        // Count the part of the running segment not charged yet.
-        let now = cx.now();
-        let c = &mut self.children[child];
-        if matches!(c.state, State::Running(_)) {
-            let extra = (now - c.since).saturating_sub(c.flushed);
-            c.flushed += extra;
-            if let Some(s) = self.served.get_mut(&id) {
-                s.taken += extra;
-                s.since_admitted += extra;
-            }
-        }
-        let taken = self.served.remove(&id).unwrap_or_default().taken;
-        let ended = self
-            .book
-            .end(id, cx.now(), taken)
-            .map_err(|e| format!("{e:?}"))?;
-        cx.cancel_timer(timer_key(id));
-        if let Some(Some(slot)) = self.on_vp.get(GRAPH_VP.index()) {
-            if slot.tier == Tier::Constraint(id)
-                && matches!(cx.vp_state(GRAPH_VP), VpState::Held(_))
-            {
-                cx.reschedule(GRAPH_VP);
-            }
-        }
-        Ok(Params::new()
-            .with("taken", Value::Duration(ended.taken))
-            .with("released", Value::Duration(ended.released)))
-    }
-
-    /// Ends every open constraint of `child`, innermost first.
-    fn end_all(&mut self, cx: &mut Cx, child: ChildId) {
-        while let Some(id) = self.book.current(child) {
-            let taken = self.served.remove(&id).unwrap_or_default().taken;
-            let _ = self.book.end(id, cx.now(), taken);
-            cx.cancel_timer(timer_key(id));
-        }
-    }
-}
-
-fn timer_key(id: ConstraintId) -> TimerKey {
-    id.0 + 1
 }
 
 fn activity_name(v: Option<&Value>) -> Option<String> {
@@ -694,23 +648,26 @@ impl Scheduler for Rialto {
     }
 
     fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
-        let activity = match activity_name(params.get("activity")) {
-            Some(name) => match self.names.get(&name) {
-                Some(&a) => a,
-                None => {
-                    let a = self.next_activity;
-                    self.next_activity += 1;
-                    self.names.insert(name, a);
-                    a
-                }
-            },
+        let name = activity_name(params.get("activity"));
+        let activity = match name.as_ref().and_then(|n| self.names.get(n)) {
+            Some(&a) => a,
             None => {
                 let a = self.next_activity;
                 self.next_activity += 1;
+                if let Some(n) = &name {
+                    self.names.insert(n.clone(), a);
+                }
+                self.acts.insert(
+                    a,
+                    Act {
+                        name,
+                        ..Act::default()
+                    },
+                );
                 a
             }
         };
-        *self.members.entry(activity).or_default() += 1;
+        self.acts.get_mut(&activity).expect("just made").members += 1;
         let serial = self.next_serial;
         self.next_serial += 1;
         self.by_serial.insert(serial, child);
@@ -719,18 +676,22 @@ impl Scheduler for Rialto {
             Child {
                 state: State::Idle,
                 activity,
+                sched: activity,
                 turn: 0,
                 since: Instant::ZERO,
                 flushed: Duration::ZERO,
                 serial,
-                holds: Default::default(),
+                holds: BTreeSet::new(),
+                ports: BTreeSet::new(),
+                entry: None,
             },
         );
         Ok(())
     }
 
-    /// A child leaves: its constraints end; the last thread of an activity
-    /// takes the activity's reservation with it.
+    /// A child leaves: its constraints and the RPCs it makes or serves end;
+    /// the last thread of an activity takes the activity's reservation with
+    /// it.
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
         let Some(c) = self.children.get(child) else {
             return;
@@ -740,6 +701,8 @@ impl Scheduler for Rialto {
             self.forget_runnable(child);
             cx.want_cpus(self.runnable);
         }
+        // Before its activity may be forgotten: a server may be scheduled in it.
+        self.hang_up(cx, child);
         self.end_all(cx, child);
         self.denied.remove(&child);
         let c = self.children.remove(child).expect("registered");
@@ -747,17 +710,19 @@ impl Scheduler for Rialto {
         for m in c.holds {
             self.unlock_as(c.serial, m);
         }
-        let m = self.members.entry(activity).or_default();
-        *m -= 1;
-        if *m == 0 {
-            self.members.remove(&activity);
-            self.names.retain(|_, a| *a != activity);
+        let act = self.acts.get_mut(&activity).expect("registered");
+        act.members -= 1;
+        if act.members == 0 {
+            let act = self.acts.remove(&activity).expect("registered");
+            debug_assert!(act.runnable == 0 && act.queued.is_none());
+            if let Some(name) = act.name {
+                self.names.remove(&name);
+            }
             self.second.remove(&activity);
-            self.act_turn.remove(&activity);
             if self.graph().granted(activity).is_some() {
                 let mut graph = self.graph().clone();
                 graph.release(activity);
-                self.set_graph(cx, graph);
+                let _ = self.set_graph(cx, graph, false);
             }
         }
     }
@@ -770,12 +735,14 @@ impl Scheduler for Rialto {
         c.state = State::Waiting;
         self.seq += 1;
         c.turn = self.seq;
-        let a = c.activity;
+        let a = c.sched;
+        self.reindex(child);
         self.runnable += 1;
         cx.want_cpus(self.runnable);
         // Woken inside the node it blocked in: what is left of the node is
         // not lost after all.
         let now = cx.now();
+        self.prepare_walk(now);
         let (_, end, act) = self.interval_at(now);
         if act == Some(a) {
             if let Some(e) = self.second.get_mut(&a) {
@@ -792,10 +759,11 @@ impl Scheduler for Rialto {
         if self.children[child].state != State::Idle {
             self.forget_runnable(child);
             cx.want_cpus(self.runnable);
-            let a = self.children[child].activity;
+            let a = self.children[child].sched;
             self.note_blocked(cx, a);
-            // A constrained thread blocking on a mutex hands its rank to the
-            // holder (§4.2), which may outrank what runs.
+            // A constrained thread blocking on a mutex or in a call hands its
+            // rank to the holder or the server (§4.2), which may outrank
+            // what runs.
             self.preempt_if_needed(cx);
         }
     }
@@ -805,7 +773,8 @@ impl Scheduler for Rialto {
         if vp.index() >= self.on_vp.len() {
             self.on_vp.resize(vp.index() + 1, None);
         }
-        self.stop(vp);
+        self.stop(vp, now);
+        self.prepare_walk(now);
         self.second
             .retain(|_, e| now < e.expires && !e.lost.is_zero());
         let pick = if vp == GRAPH_VP {
@@ -826,7 +795,8 @@ impl Scheduler for Rialto {
         c.state = State::Running(vp);
         c.since = now;
         c.flushed = Duration::ZERO;
-        let activity = c.activity;
+        let activity = c.sched;
+        let turns_before = (c.turn, self.acts.get(&activity).map(|a| a.turn));
         // A thread picked by round robin goes to the back of its activity's
         // line (assigned time does not cost it its place); an activity given
         // a turn of free time goes to the back of the activities' line.
@@ -834,14 +804,17 @@ impl Scheduler for Rialto {
             self.seq += 1;
             c.turn = self.seq;
         }
+        self.reindex(child);
         if tier == Tier::Free {
             self.seq += 1;
-            self.act_turn.insert(activity, self.seq);
+            self.set_turn(activity, self.seq);
         }
         self.on_vp[vp.index()] = Some(Slot {
             child,
             tier,
             interval: node,
+            granted: now,
+            turns_before,
         });
         if vp != GRAPH_VP {
             self.preempt_if_needed(cx);
@@ -850,7 +823,7 @@ impl Scheduler for Rialto {
     }
 
     fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
-        self.stop(vp);
+        self.stop(vp, cx.now());
         self.preempt_if_needed(cx);
     }
 
@@ -902,35 +875,7 @@ impl Scheduler for Rialto {
     }
 
     fn msg(&mut self, cx: &mut Cx, from: Sender, msg: &Msg) -> Reply {
-        let name = msg.name.as_str();
-        if !matches!(
-            name,
-            "reserve"
-                | "release"
-                | "begin_constraint"
-                | "end_constraint"
-                | "lock"
-                | "unlock"
-                | "block_on"
-        ) {
-            return Reply::unknown(self.policy(), msg);
-        }
-        let Some(child) = from.child.filter(|&c| self.children.contains(c)) else {
-            return Reply::Err(format!(
-                "rialto: `{name}` must come from a thread attached to this scheduler"
-            ));
-        };
-        let result = match name {
-            "reserve" => self.reserve(cx, child, &msg.args),
-            "release" => self.release(cx, self.children[child].activity),
-            "begin_constraint" => self.begin(cx, child, &msg.args),
-            "end_constraint" => self.end(cx, child),
-            _ => self.mutex_msg(cx, child, name, &msg.args),
-        };
-        match result {
-            Ok(args) => Reply::Ok(args),
-            Err(e) => Reply::Err(format!("rialto: `{name}` refused: {e}")),
-        }
+        self.request(cx, from, msg)
     }
 
     fn check_invariants(&self) -> Result<(), String> {
@@ -975,23 +920,27 @@ impl Scheduler for Rialto {
                 }
             }
         }
-        if members != self.members {
+        let counted: BTreeMap<Activity, u32> =
+            self.acts.iter().map(|(&a, act)| (a, act.members)).collect();
+        if members != counted {
             return Err(format!(
-                "activity members {:?} do not match the children {members:?}",
-                self.members
+                "activity members {counted:?} do not match the children {members:?}"
             ));
         }
         for (a, _) in self.graph().grants() {
-            if !self.members.contains_key(&a) {
+            if !self.acts.contains_key(&a) {
                 return Err(format!(
                     "activity {a} holds a reservation but has no thread"
                 ));
             }
         }
         for (name, a) in &self.names {
-            if !self.members.contains_key(a) {
+            if self.acts.get(a).and_then(|act| act.name.as_ref()) != Some(name) {
                 return Err(format!("activity {name} ({a}) is named but has no thread"));
             }
+        }
+        if self.acts.values().filter(|act| act.name.is_some()).count() != self.names.len() {
+            return Err("an activity's name is not indexed".into());
         }
         for info in self.book.open() {
             match self.children.get(info.thread) {
@@ -1007,8 +956,8 @@ impl Scheduler for Rialto {
                 return Err(format!("constraint {} has no accounting", info.id));
             }
         }
-        for a in self.second.keys().chain(self.act_turn.keys()) {
-            if !self.members.contains_key(a) {
+        for a in self.second.keys() {
+            if !self.acts.contains_key(a) {
                 return Err(format!("activity {a} is queued but has no thread"));
             }
         }
@@ -1030,9 +979,11 @@ impl Scheduler for Rialto {
         if self.by_serial.len() != self.children.iter().count() {
             return Err("serial index names threads that left".into());
         }
+        self.check_calls()?;
         if self.served.len() != self.book.open().count() {
             return Err("accounting kept for a closed constraint".into());
         }
+        self.check_queues()?;
         self.graph().check_invariants()?;
         self.book.check_invariants()
     }

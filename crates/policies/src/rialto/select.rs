@@ -1,12 +1,13 @@
 //! Next-thread selection on the graph VP, §4.6 of the Rialto paper, and
 //! the helpers it needs (the second-chance queue of §4.5, the inheritance
-//! chain of §4.2). A child module of `policy`, so it sees its private state.
+//! chain of §4.2). A child module of `policy`, so it sees its private state;
+//! it reads the queues of `queues.rs` and scans no thread or activity.
 
-use hsched_core::{ChildId, Cx, Duration, Instant, Params, Value, VpState};
+use hsched_core::{ChildId, Cx, Duration, Instant, VpState};
 
 use super::super::constraints::ConstraintId;
 use super::super::inherit::Wait;
-use super::{mutex_params, Activity, Rialto, SecondChance, State, Tier, GRAPH_VP};
+use super::{Activity, Rialto, SecondChance, State, Tier, GRAPH_VP};
 
 /// A choice: who runs, why, until when, and the node it was chosen in.
 pub(super) struct Pick {
@@ -21,6 +22,12 @@ impl Rialto {
     /// threshold, select the next node." The node holding `now`, or the next
     /// one when less than `threshold` of it is left: `(start, end, activity)`.
     pub(super) fn node(&self, now: Instant) -> (Instant, Instant, Option<Activity>) {
+        debug_assert!(
+            self.graph()
+                .base_period()
+                .is_none_or(|b| self.walk.as_ref().is_some_and(|w| w.covers(b.0, now))),
+            "selection without the walk of {now}'s base period"
+        );
         let (s, e, a) = self.interval_at(now);
         if !self.threshold.is_zero() && e != Instant::NEVER && e - now < self.threshold {
             let (_, e2, a2) = self.interval_at(e);
@@ -48,7 +55,9 @@ impl Rialto {
     /// Rule 2: "If the node has an active interval assignment, execute the
     /// constraint with the earliest deadline." The earliest-deadline
     /// constraint with assigned time left in the node whose thread (or, if
-    /// it is blocked on a mutex, the end of its inheritance chain) waits.
+    /// it is blocked on a mutex or in a call, the end of its inheritance
+    /// chain) waits. `assigned_in` hands over the node's constraints in EDF
+    /// order with what each owns there, so nothing is looked up twice.
     pub(super) fn best_constraint(
         &self,
         now: Instant,
@@ -58,7 +67,7 @@ impl Rialto {
         self.book
             .assigned_in(start, end)
             .into_iter()
-            .find_map(|(c, _)| {
+            .find_map(|(c, assigned)| {
                 let thread = self.book.get(c)?.thread;
                 let runner = match self.children.get(thread)?.state {
                     State::Waiting => thread,
@@ -68,7 +77,7 @@ impl Rialto {
                 if self.children.get(runner)?.state != State::Waiting {
                     return None;
                 }
-                let left = self.available(c, now, start, end);
+                let left = self.available(c, now, start, assigned);
                 (!left.is_zero()).then_some((runner, c, left))
             })
     }
@@ -76,14 +85,14 @@ impl Rialto {
     /// Rule 3's order within activity `a`: "(1) threads with pending denied
     /// constraints, (2) threads with late constraints, (3) round-robin among
     /// runnable threads." Denied and late ones go earliest deadline first.
+    /// `O((k + 1) log n)` for `k` marked threads (waiting ones with a
+    /// pending denied or an open constraint) in the activity.
     pub(super) fn pick_in(&self, a: Activity, now: Instant) -> Option<ChildId> {
-        let waiting = || {
-            self.children
-                .iter()
-                .filter(move |(_, c)| c.state == State::Waiting && c.activity == a)
-        };
-        let denied = waiting()
-            .filter_map(|(id, _)| {
+        let act = self.acts.get(&a)?;
+        let denied = act
+            .marked
+            .iter()
+            .filter_map(|&id| {
                 let d = self
                     .denied
                     .get(&id)?
@@ -97,8 +106,10 @@ impl Rialto {
         if let Some((_, id)) = denied {
             return Some(id);
         }
-        let late = waiting()
-            .filter_map(|(id, _)| {
+        let late = act
+            .marked
+            .iter()
+            .filter_map(|&id| {
                 let c = self.book.current(id)?;
                 let info = self.book.get(c)?;
                 let served = self.served.get(&c).copied().unwrap_or_default();
@@ -109,7 +120,7 @@ impl Rialto {
         if let Some((_, id)) = late {
             return Some(id);
         }
-        waiting().min_by_key(|(_, c)| c.turn).map(|(id, _)| id)
+        act.waiting.first().map(|&(_, id)| id)
     }
 
     /// Rule 4's candidate: an activity of the second-chance queue that has
@@ -131,11 +142,7 @@ impl Rialto {
     /// Rule 5's activity: the one first in the round-robin queue of
     /// activities among those with a waiting thread.
     pub(super) fn next_activity(&self) -> Option<Activity> {
-        self.children
-            .iter()
-            .filter(|(_, c)| c.state == State::Waiting)
-            .map(|(_, c)| c.activity)
-            .min_by_key(|a| (self.act_turn.get(a).copied().unwrap_or(0), *a))
+        self.ready.first().map(|&(_, a)| a)
     }
 
     /// §4.6 on the graph VP: the first rule that yields a thread.
@@ -183,13 +190,25 @@ impl Rialto {
         })
     }
 
-    /// The best tier any waiting child could get on the graph VP now.
-    pub(super) fn best_waiting_rank(&self, now: Instant) -> Option<u8> {
-        self.pick_graph(now).map(|p| p.tier.rank())
+    /// How urgent a choice is, smaller first: its rule, then, among
+    /// constraints, the earlier deadline (EDF, §3.3).
+    pub(super) fn urgency(&self, tier: Tier) -> (u8, Instant) {
+        let deadline = match tier {
+            Tier::Constraint(c) => self.book.get(c).map_or(Instant::NEVER, |i| i.deadline),
+            _ => Instant::NEVER,
+        };
+        (tier.rank(), deadline)
+    }
+
+    /// Whether a waiting child would now be chosen on the graph VP ahead
+    /// of `running`: by a better rule, or by an earlier constraint deadline.
+    pub(super) fn waiting_outranks(&self, now: Instant, running: Tier) -> bool {
+        self.pick_graph(now)
+            .is_some_and(|p| self.urgency(p.tier) < self.urgency(running))
     }
 }
 
-/// The inputs of selection: blocking (§4.5) and mutex events (§4.2).
+/// What blocking leaves for selection: the second-chance queue (§4.5).
 impl Rialto {
     /// §4.5: an activity whose last runnable thread blocked during a node
     /// reserved for it enters the second-chance queue with the rest of the
@@ -198,14 +217,11 @@ impl Rialto {
         if !matches!(cx.vp_state(GRAPH_VP), VpState::Held(_)) {
             return;
         }
-        if self
-            .children
-            .iter()
-            .any(|(_, c)| c.activity == a && c.state != State::Idle)
-        {
+        if self.acts.get(&a).is_some_and(|act| act.runnable > 0) {
             return;
         }
         let now = cx.now();
+        self.prepare_walk(now);
         let (_, end, act) = self.interval_at(now);
         if act != Some(a) || end <= now {
             return;
@@ -226,11 +242,16 @@ impl Rialto {
         e.lost += end - now;
     }
 
-    /// The start of the first node of `a` at or after `from`.
+    /// The start of the first node of `a` at or after `from`: in the walk
+    /// kept for decisions when it holds one (a reservation of the base
+    /// period always does), else by walking up to a hyperperiod.
     fn next_node_of(&self, a: Activity, from: Instant) -> Instant {
         let Some(base) = self.graph().base_period().map(|b| b.0) else {
             return Instant::NEVER;
         };
+        if let Some(t) = self.walk.as_ref().and_then(|w| w.next_of(base, a, from)) {
+            return t;
+        }
         let periods = self.graph().hyperperiod().map_or(1, |h| h.0 / base) + 1;
         let first = from.0 / base;
         for i in first..=first.saturating_add(periods) {
@@ -243,77 +264,5 @@ impl Rialto {
             }
         }
         Instant::NEVER
-    }
-
-    /// `lock`, `unlock`, `block_on { mutex }`: the mutex events of §4.2.
-    pub(super) fn mutex_msg(
-        &mut self,
-        cx: &mut Cx,
-        child: ChildId,
-        name: &str,
-        args: &Params,
-    ) -> Result<Params, String> {
-        let args = args.resolve(&mutex_params())?;
-        let m = args.int("mutex");
-        let serial = self.children[child].serial;
-        match name {
-            "lock" => {
-                self.inherit
-                    .acquire(serial, m)
-                    .map_err(|e| format!("{e} (send `block_on` and block)"))?;
-                self.children[child].holds.insert(m);
-                Ok(Params::new())
-            }
-            "block_on" => {
-                self.inherit
-                    .block_on(serial, m)
-                    .map_err(|e| e.to_string())?;
-                self.preempt_if_needed(cx);
-                Ok(Params::new())
-            }
-            _ => {
-                if !self.children[child].holds.contains(&m) {
-                    return Err("the sender does not hold the mutex".into());
-                }
-                self.children[child].holds.remove(&m);
-                let next = self.unlock_as(serial, m);
-                // §4.2: the holder runs with the waiter's constraint "until
-                // it releases ownership of the last synchronization object in
-                // the chain": re-decide if it ran for someone else's.
-                if let Some(Some(slot)) = self.on_vp.get(GRAPH_VP.index()) {
-                    let inherited = match slot.tier {
-                        Tier::Constraint(c) => {
-                            self.book.get(c).is_some_and(|i| i.thread != slot.child)
-                        }
-                        _ => false,
-                    };
-                    if slot.child == child
-                        && inherited
-                        && matches!(cx.vp_state(GRAPH_VP), VpState::Held(_))
-                    {
-                        cx.reschedule(GRAPH_VP);
-                    }
-                }
-                Ok(Params::new().with("handed_over", Value::Bool(next.is_some())))
-            }
-        }
-    }
-
-    /// Releases `m` held by `serial`; the mutex goes to its first waiter
-    /// still attached (returned), skipping threads that left.
-    pub(super) fn unlock_as(&mut self, serial: u64, m: i64) -> Option<ChildId> {
-        let mut holder = serial;
-        loop {
-            match self.inherit.release(holder, m) {
-                Ok(Some(next)) => match self.by_serial.get(&next) {
-                    Some(&c) => {
-                        self.children[c].holds.insert(m);
-                        return Some(c);
-                    }
-                    None => holder = next,
-                },
-                _ => return None,
-            }
-        }
     }
 }

@@ -1,0 +1,307 @@
+//! The queues selection reads, kept in step with the children so that one
+//! decision costs `O(log n)` rather than a scan (§3.1: "a small number of
+//! pointer indirections ... independent of the number of threads,
+//! activities, and time constraints"). A child module of `policy`.
+//!
+//! - Per activity ([`Act`]): its waiting threads ordered by round-robin
+//!   turn, the waiting ones among them with a pending denied or an open
+//!   constraint (rule 3's first two classes, few, scanned only there), and
+//!   a count of its waiting and running threads.
+//! - `ready`: the activities with a waiting thread, by (turn, activity):
+//!   rule 5's round-robin queue. An activity that gets its first waiting or
+//!   running thread takes a fresh turn at the back (see "Round robin" in
+//!   `policy`).
+//! - [`Walk`]: the intervals of the current and the next base period, so
+//!   that finding the node holding `now` is a binary search rather than a
+//!   walk of the graph; rebuilt when the base-period index or the graph
+//!   changes.
+//!
+//! Each child remembers its [`Entry`], where the queues hold it, and
+//! `reindex` moves it after anything its entry depends on has changed (its
+//! state, turn, scheduling activity, denied or open constraints), in
+//! `O(log n)`. `check_invariants` rebuilds all of it from the children and
+//! the graph and compares.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use hsched_core::{ChildId, Instant};
+
+use super::super::graph::Graph;
+use super::{Activity, Rialto, State};
+
+/// An activity with at least one thread.
+#[derive(Clone, Debug, Default)]
+pub(super) struct Act {
+    /// Threads attached with it.
+    pub members: u32,
+    /// The name it was attached by (`s:NAME`), if any.
+    pub name: Option<String>,
+    /// Its place in rule 5's round robin (smallest first).
+    pub turn: u64,
+    /// Threads scheduled in it that are waiting or running.
+    pub runnable: u32,
+    /// Its waiting threads by (round-robin turn, child).
+    pub waiting: BTreeSet<(u64, ChildId)>,
+    /// Its waiting threads with a pending denied or an open constraint.
+    pub marked: BTreeSet<ChildId>,
+    /// Its key in `ready`, while it has a waiting thread.
+    pub queued: Option<u64>,
+}
+
+/// Where the queues hold a runnable child (an idle one has none).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Entry {
+    /// The activity it is scheduled in.
+    pub activity: Activity,
+    /// Waiting, with this round-robin turn.
+    pub waiting: Option<u64>,
+    /// Waiting with a pending denied or an open constraint.
+    pub marked: bool,
+}
+
+/// The walk of base periods `first` and `first + 1`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Walk {
+    first: u64,
+    /// `(start, end, activity)` in time order, covering both periods
+    /// (free time at the end of a period included).
+    nodes: Vec<(Instant, Instant, Option<Activity>)>,
+}
+
+impl Walk {
+    /// The walk of base periods `first` and `first + 1` of `graph`, which
+    /// has base period `base`.
+    pub fn new(graph: &Graph<Activity>, base: u64, first: u64) -> Self {
+        let mut w = Walk {
+            first,
+            nodes: Vec::new(),
+        };
+        w.push_period(graph, base, first);
+        w.push_period(graph, base, first + 1);
+        w
+    }
+
+    fn push_period(&mut self, graph: &Graph<Activity>, base: u64, i: u64) {
+        let t0 = i.saturating_mul(base);
+        let mut acc = 0u64;
+        for iv in graph.period(i) {
+            let len = iv.len().0;
+            // Past the base period nothing is reached (the graph keeps each
+            // path within it anyway).
+            if len > 0 && acc < base {
+                let s = t0.saturating_add(acc);
+                self.nodes
+                    .push((Instant(s), Instant(s.saturating_add(len)), iv.activity));
+            }
+            acc += len;
+        }
+        if acc < base {
+            self.nodes.push((
+                Instant(t0.saturating_add(acc)),
+                Instant(t0.saturating_add(base)),
+                None,
+            ));
+        }
+    }
+
+    /// Moves on to base period `i` (the next one kept too).
+    pub fn advance(&mut self, graph: &Graph<Activity>, base: u64, i: u64) {
+        if i == self.first {
+            return;
+        }
+        if i == self.first + 1 {
+            let from = Instant(i.saturating_mul(base));
+            self.nodes.retain(|n| n.0 >= from);
+            self.first = i;
+            self.push_period(graph, base, i + 1);
+        } else {
+            *self = Walk::new(graph, base, i);
+        }
+    }
+
+    /// Whether it holds the base period of `t`.
+    pub fn covers(&self, base: u64, t: Instant) -> bool {
+        let i = t.0 / base;
+        i == self.first || i == self.first + 1
+    }
+
+    /// The start of the first node of `a` at or after `from` that it
+    /// holds, if `from` is in its periods.
+    pub fn next_of(&self, base: u64, a: Activity, from: Instant) -> Option<Instant> {
+        if !self.covers(base, from) {
+            return None;
+        }
+        let k = self.nodes.partition_point(|n| n.0 < from);
+        self.nodes[k..].iter().find(|n| n.2 == Some(a)).map(|n| n.0)
+    }
+
+    /// The node holding `t`, which it covers: `(start, end, activity)`.
+    pub fn at(&self, t: Instant) -> (Instant, Instant, Option<Activity>) {
+        let k = self.nodes.partition_point(|n| n.0 <= t);
+        self.nodes[k.saturating_sub(1)]
+    }
+}
+
+impl Rialto {
+    /// Makes `walk` hold the base period of `now` (call on the `&mut`
+    /// paths before selection, which reads it through `interval_at`).
+    pub(super) fn prepare_walk(&mut self, now: Instant) {
+        let Some(base) = self.graph().base_period().map(|b| b.0) else {
+            self.walk = None;
+            return;
+        };
+        let i = now.0 / base;
+        match self.walk.take() {
+            Some(mut w) => {
+                w.advance(self.book.graph(), base, i);
+                self.walk = Some(w);
+            }
+            None => self.walk = Some(Walk::new(self.book.graph(), base, i)),
+        }
+    }
+
+    /// The entry `child` should have now.
+    fn entry_for(&self, child: ChildId) -> Option<Entry> {
+        let c = self.children.get(child)?;
+        if c.state == State::Idle {
+            return None;
+        }
+        let waiting = c.state == State::Waiting;
+        Some(Entry {
+            activity: c.sched,
+            waiting: waiting.then_some(c.turn),
+            marked: waiting
+                && (self.denied.contains_key(&child) || self.book.current(child).is_some()),
+        })
+    }
+
+    /// Moves `child` to where the queues should hold it, after its state,
+    /// turn, activity or constraints changed. `O(log n)`.
+    pub(super) fn reindex(&mut self, child: ChildId) {
+        let want = self.entry_for(child);
+        let Some(c) = self.children.get_mut(child) else {
+            return;
+        };
+        let had = c.entry;
+        if had == want {
+            return;
+        }
+        c.entry = want;
+        if let Some(e) = had {
+            let act = self.acts.get_mut(&e.activity).expect("indexed activity");
+            act.runnable -= 1;
+            if let Some(t) = e.waiting {
+                act.waiting.remove(&(t, child));
+            }
+            if e.marked {
+                act.marked.remove(&child);
+            }
+            self.requeue(e.activity);
+        }
+        if let Some(e) = want {
+            let joins = had.map(|h| h.activity) != Some(e.activity);
+            let act = self.acts.get_mut(&e.activity).expect("indexed activity");
+            // An activity none of whose threads waited or ran goes to the
+            // back of the round robin when one does (§3.5: activities take
+            // turns), so a briefly sleeping one does not jump the CPU-bound
+            // ones; a thread changing state within it does not count.
+            if joins && act.runnable == 0 {
+                self.seq += 1;
+                act.turn = self.seq;
+            }
+            act.runnable += 1;
+            if let Some(t) = e.waiting {
+                act.waiting.insert((t, child));
+            }
+            if e.marked {
+                act.marked.insert(child);
+            }
+            self.requeue(e.activity);
+        }
+    }
+
+    /// Gives activity `a` the round-robin turn `turn`.
+    pub(super) fn set_turn(&mut self, a: Activity, turn: u64) {
+        if let Some(act) = self.acts.get_mut(&a) {
+            act.turn = turn;
+            self.requeue(a);
+        }
+    }
+
+    /// Puts `a` in `ready` under its turn if it has a waiting thread, and
+    /// takes it out otherwise.
+    fn requeue(&mut self, a: Activity) {
+        let Some(act) = self.acts.get_mut(&a) else {
+            return;
+        };
+        let want = (!act.waiting.is_empty()).then_some(act.turn);
+        if want != act.queued {
+            if let Some(t) = act.queued {
+                self.ready.remove(&(t, a));
+            }
+            if let Some(t) = want {
+                self.ready.insert((t, a));
+            }
+            act.queued = want;
+        }
+    }
+
+    /// Checks the queues against the children: exactly what `reindex`
+    /// would have built. Linear in the children (times a log).
+    pub(super) fn check_queues(&self) -> Result<(), String> {
+        let mut want: BTreeMap<Activity, Act> = BTreeMap::new();
+        for (id, c) in self.children.iter() {
+            let entry = self.entry_for(id);
+            if c.entry != entry {
+                return Err(format!("{id} is queued as {:?}, not {entry:?}", c.entry));
+            }
+            if let Some(e) = entry {
+                let act = want.entry(e.activity).or_default();
+                act.runnable += 1;
+                if let Some(t) = e.waiting {
+                    act.waiting.insert((t, id));
+                }
+                if e.marked {
+                    act.marked.insert(id);
+                }
+            }
+        }
+        let mut ready = BTreeSet::new();
+        for (&a, act) in &self.acts {
+            let w = want.remove(&a).unwrap_or_default();
+            if act.runnable != w.runnable || act.waiting != w.waiting || act.marked != w.marked {
+                return Err(format!(
+                    "activity {a} holds {} runnable, waiting {:?}, marked {:?}; its threads say {}, {:?}, {:?}",
+                    act.runnable, act.waiting, act.marked, w.runnable, w.waiting, w.marked
+                ));
+            }
+            let q = (!w.waiting.is_empty()).then_some(act.turn);
+            if act.queued != q {
+                return Err(format!("activity {a} is queued as {:?}", act.queued));
+            }
+            if let Some(t) = q {
+                ready.insert((t, a));
+            }
+        }
+        if !want.is_empty() {
+            return Err("a thread is scheduled in a forgotten activity".into());
+        }
+        if ready != self.ready {
+            return Err(format!(
+                "the ready queue is {:?}, not {ready:?}",
+                self.ready
+            ));
+        }
+        if let Some(w) = &self.walk {
+            let base = self
+                .graph()
+                .base_period()
+                .ok_or("a walk is kept without a base period")?
+                .0;
+            if *w != Walk::new(self.graph(), base, w.first) {
+                return Err(format!("the walk of base period {} is stale", w.first));
+            }
+        }
+        Ok(())
+    }
+}
