@@ -303,12 +303,16 @@ fn incremental_vs_rebuild() {
     // A period >= base: incremental.
     let b = g.reserve('B', ms(6), ms(60)).unwrap();
     assert!(!b.rebuilt);
-    // A smaller period: a new base, a rebuild, and A and B are regranted.
+    // A smaller period: a new base, a rebuild, and A and B are regranted so
+    // that their grants still hold in every window of their periods: 6ms
+    // in every 30ms as 2ms every 10ms (4ms every 20ms would leave a 30ms
+    // window with 4ms), 6ms in every 60ms as 2ms every 20ms (the same 10%
+    // as 1ms every 10ms, in fewer intervals).
     let c = g.reserve('C', ms(1), ms(10)).unwrap();
     assert!(c.rebuilt);
     assert_eq!(
         c.regranted,
-        vec![('A', res(ms(4), ms(20))), ('B', res(ms(4), ms(40)))]
+        vec![('A', res(ms(2), ms(10))), ('B', res(ms(2), ms(20)))]
     );
     check_guarantee(&g).unwrap();
 

@@ -336,3 +336,83 @@ fn an_rpc_server_runs_on_the_callers_reservation_until_it_replies() {
     let got = ran(&r, &["server"], from, to);
     assert!(got < ms(90), "after the reply: {got}");
 }
+
+mod random_sets {
+    //! Random reservation sets under the simulator, with the paper's
+    //! constraint stress load and CPU-bound competitors: every granted
+    //! reservation holds in every window of its period, and every granted
+    //! constraint (work within its estimate) finishes by its deadline.
+    use super::*;
+    use hsched_model::ConstraintLoad;
+    use proptest::prelude::*;
+
+    /// `amount=…, period=…` of a granted `reserve` reply.
+    fn grant(text: &str) -> Option<(Duration, Duration)> {
+        let reply = text.split_once(": ok: ")?.1;
+        let field = |key: &str| {
+            let rest = reply.split_once(&format!("{key}="))?.1;
+            Duration::parse(rest.split([',', ' ']).next()?).ok()
+        };
+        Some((field("amount")?, field("period")?))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+
+        #[test]
+        fn granted_reservations_and_constraints_hold(
+            sets in proptest::collection::vec((1u64..6, 0u32..3, 1u64..4), 1..5),
+            seed in 0u64..1000,
+        ) {
+            let mut threads = Vec::new();
+            for (i, &(amount, k, base)) in sets.iter().enumerate() {
+                let period = ms((base * 5) << k);
+                threads.push(thread(
+                    &format!("r{i}"),
+                    &format!("a{i}"),
+                    vec![reserve(ms(amount), period), forever()],
+                ));
+            }
+            threads.push(thread(
+                "stress",
+                "",
+                vec![Op::Constraints(ConstraintLoad {
+                    window: Dist::Uniform { min: ms(1), max: ms(200) },
+                    start: Dist::Uniform { min: Duration::ZERO, max: ms(200) },
+                    ..ConstraintLoad::default()
+                })],
+            ));
+            threads.push(thread("hog1", "", vec![forever()]));
+            threads.push(thread("hog2", "", vec![forever()]));
+            let mut scn = scenario(1, Duration::from_secs(2), threads);
+            scn.seed = seed;
+            scn.machine.context_switch = Duration::from_micros(20);
+            scn.schedulers[0].params =
+                Params::new().with("switch_cost", Value::Duration(Duration::from_micros(20)));
+            let r = go(&scn);
+            // Reservations are all made at time 0; one hyperperiod (at most
+            // 160ms) later every grant is in force.
+            let from = 200;
+            for i in 0..sets.len() {
+                let name = format!("r{i}");
+                let reply = replies(&r, &name);
+                let Some((amount, period)) = grant(&reply[0].text) else {
+                    prop_assert_eq!(reply[0].kind, LogKind::Refused, "{}", reply[0].text);
+                    continue;
+                };
+                let p = period.as_nanos() / 1_000_000;
+                for t in from..(2000 - p) {
+                    let got = ran(&r, &[name.as_str()], at(t), at(t + p));
+                    prop_assert!(got >= amount, "{name} {amount}/{period}: {got} in [{t}, {t}+{p})ms");
+                }
+            }
+            let end = Instant::ZERO + r.horizon;
+            let stress = tid(&r, "stress");
+            for j in r.jobs.iter().filter(|j| j.thread == stress) {
+                if j.admitted == Some(true) {
+                    prop_assert!(!j.missed(end), "granted constraint missed: {j:?}");
+                }
+            }
+        }
+    }
+}

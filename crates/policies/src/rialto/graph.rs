@@ -58,7 +58,11 @@
 //! anything (the tree deepens if needed: deeper nodes inherit their parent's
 //! path). *Full rebuild* otherwise, or when that fails: every reservation is
 //! rescaled to the new base (the smallest requested period, unless
-//! configured), sorted by decreasing percentage (exact cross-multiplication;
+//! configured) so that the grant already made still holds in every window
+//! of its period (`X'` per `Y'` becomes `ceil(X' / m)` per `Y'' = Y' / m`
+//! for a power-of-two multiple `Y''` of the new base fitting `m` whole
+//! times in `Y'`, the smallest percentage winning: plain percentage
+//! scaling would break the grant when `Y'` is not such a multiple), sorted by decreasing percentage (exact cross-multiplication;
 //! ties: shorter period, then activity), and placed depth-first with
 //! backtracking, bounded by `search_budget` placements. A reservation that
 //! cannot be granted leaves the graph exactly as it was. A release removes
@@ -296,7 +300,6 @@ impl<A> Node<A> {
 
 #[derive(Clone, Copy, Debug)]
 struct Req {
-    requested: Reservation,
     granted: Reservation,
     depth: u32,
     /// The node it must occupy (see [`Graph::reserve_pinned`]).
@@ -452,12 +455,12 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
                 return Err(Refusal::PinnedNodeFull { pin, room });
             }
         }
-        let mut all: Vec<(A, Reservation, Option<Pin>)> = trial
+        let mut all: Vec<(A, Reservation, Option<Pin>, bool)> = trial
             .reqs
             .iter()
-            .map(|(a, r)| (*a, r.requested, r.pin))
+            .map(|(a, r)| (*a, r.granted, r.pin, true))
             .collect();
-        all.push((activity, requested, pin));
+        all.push((activity, requested, pin, false));
         let rebuilt = self.build(&all)?;
         let regranted = rebuilt.changed_from(self, activity);
         let reservation = rebuilt.reqs[&activity].granted;
@@ -479,10 +482,10 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
     /// period recomputed (the smallest requested period, unless configured).
     /// Returns the activities whose grant changed; on refusal nothing changes.
     pub fn rebuild(&mut self) -> Result<Vec<(A, Reservation)>, Refusal> {
-        let all: Vec<(A, Reservation, Option<Pin>)> = self
+        let all: Vec<(A, Reservation, Option<Pin>, bool)> = self
             .reqs
             .iter()
-            .map(|(a, r)| (*a, r.requested, r.pin))
+            .map(|(a, r)| (*a, r.granted, r.pin, true))
             .collect();
         let rebuilt = self.build(&all)?;
         let changed = rebuilt.changed_from(self, None);
@@ -557,7 +560,45 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
             return Err(Refusal::PinMismatch { pin, depth });
         }
         Ok(Req {
-            requested,
+            granted,
+            depth,
+            pin,
+        })
+    }
+
+    /// A grant already made, `g`, placed on the graph of base `base`: the
+    /// new grant must still give `g.amount` in every window of `g.period`.
+    /// Scaling the percentage alone would not when `g.period` is not a
+    /// power-of-two multiple of `base` (1ms per 15ms as 0.67ms per 10ms
+    /// leaves a 15ms window with 0.67ms), so: a period `base * 2^k` that
+    /// fits `m` whole times in `g.period` carries `ceil(g.amount / m)`, and
+    /// the `k` with the smallest percentage wins (then the longest period).
+    fn keep(&self, base: u64, g: Reservation, pin: Option<Pin>) -> Result<Req, Refusal> {
+        let mut best: Option<(Reservation, u32)> = None;
+        let mut k = 0u32;
+        while k <= MAX_DEPTH && (base << k) >> k == base && (base << k) <= g.period.0 {
+            let period = base << k;
+            let amount = g.amount.0.div_ceil(g.period.0 / period);
+            let cand = Reservation {
+                amount: Duration(amount),
+                period: Duration(period),
+            };
+            let better = best.is_none_or(|(b, _)| {
+                amount as u128 * b.period.0 as u128 <= b.amount.0 as u128 * period as u128
+            });
+            if cand.amount >= self.params.min_interval && better {
+                best = Some((cand, k));
+            }
+            k += 1;
+        }
+        let Some((granted, depth)) = best else {
+            // As a fresh request it fails with the reason.
+            return self.request(base, g, pin);
+        };
+        if let Some(pin) = pin.filter(|p| p.depth != depth) {
+            return Err(Refusal::PinMismatch { pin, depth });
+        }
+        Ok(Req {
             granted,
             depth,
             pin,
@@ -593,19 +634,26 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
 
     /// A fresh graph for `all`, placed in decreasing order of percentage
     /// with backtracking.
-    fn build(&self, all: &[(A, Reservation, Option<Pin>)]) -> Result<Self, Refusal> {
+    /// `all`: (activity, reservation, pin, whether the reservation is a
+    /// grant already made, to be kept).
+    fn build(&self, all: &[(A, Reservation, Option<Pin>, bool)]) -> Result<Self, Refusal> {
         let mut g = Graph::new(self.params);
         let base = match self.params.base_period {
             Some(b) => b.0,
-            None => match all.iter().map(|(_, r, _)| r.period.0).min() {
+            None => match all.iter().map(|(_, r, _, _)| r.period.0).min() {
                 Some(b) => b,
                 None => return Ok(g),
             },
         };
         g.base = Some(base);
         let mut order = Vec::with_capacity(all.len());
-        for &(a, requested, pin) in all {
-            order.push((a, self.request(base, requested, pin)?));
+        for &(a, reservation, pin, kept) in all {
+            let req = if kept {
+                self.keep(base, reservation, pin)?
+            } else {
+                self.request(base, reservation, pin)?
+            };
+            order.push((a, req));
         }
         let depth = order.iter().map(|(_, r)| r.depth).max().unwrap_or(0);
         g.deepen(depth);
