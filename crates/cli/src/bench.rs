@@ -76,11 +76,9 @@ fn graph_construction() -> Result<Vec<(Duration, bool, f64)>, CliError> {
     let mut g = paper_graph();
     let mut out = Vec::new();
     for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
-        let before = g.clone();
         let started = WallClock::now();
         let granted = g.reserve(a as u32, Duration::from_micros(400), period);
         let wall = started.elapsed().as_nanos() as f64;
-        drop(before);
         let granted = granted.map_err(|e| {
             CliError::Failed(format!("Fig. 5-1 reservation {a} ({period}) refused: {e}"))
         })?;

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{parse, BASE};
+use common::{first_op, op_error as err, parse, with_op};
 use hsched_core::Duration;
 use hsched_model::{ConstraintLoad, Dist, Op};
 
@@ -12,32 +12,10 @@ fn ms(x: u64) -> Duration {
     Duration::from_millis(x)
 }
 
-/// `BASE` with thread `a`'s first operation replaced by `op`.
-fn with_op(op: &str) -> String {
-    let text = BASE.replace("{ run = \"5ms\" }", op);
-    assert_ne!(text, BASE);
-    text
-}
-
-fn first_op(op: &str) -> Op {
-    match parse(&with_op(op)) {
-        Ok(s) => s.threads[0].program.ops[0].clone(),
-        Err(e) => panic!("{op}: {e}"),
-    }
-}
-
 fn constraints(op: &str) -> ConstraintLoad {
     match first_op(op) {
         Op::Constraints(c) => c,
         other => panic!("{other:?}"),
-    }
-}
-
-/// The one-line error for `op`.
-fn err(op: &str) -> String {
-    match parse(&with_op(op)) {
-        Ok(_) => panic!("expected an error for {op}"),
-        Err(e) => e.to_string(),
     }
 }
 

@@ -177,11 +177,8 @@ impl World {
         else {
             return;
         };
-        if let Some(cpu) = th.cpu {
-            // Account its progress up to now: it may have finished just now.
-            self.flush(cpu, now);
-            self.cpus[cpu.index()].completion = None;
-        }
+        // Its progress up to now counts: it may have finished just now.
+        self.cut_run(t, now);
         let th = &mut self.threads[t.index()];
         if !th.remaining.is_zero() {
             th.remaining = Duration::ZERO;
@@ -196,13 +193,19 @@ impl World {
         self.resume(disp, now, t);
     }
 
-    /// A `spin` is over: whatever CPU time it was still waiting for is not
-    /// needed any more, and the program goes on, on the CPU or off it.
-    fn spin_end(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId) {
+    /// If `t` is on a CPU, accounts its run up to `now` and cancels the
+    /// completion of its current `run`: a wall-clock event ends it instead.
+    fn cut_run(&mut self, t: ThreadId, now: Instant) {
         if let Some(cpu) = self.threads[t.index()].cpu {
             self.flush(cpu, now);
             self.cpus[cpu.index()].completion = None;
         }
+    }
+
+    /// A `spin` is over: whatever CPU time it was still waiting for is not
+    /// needed any more, and the program goes on, on the CPU or off it.
+    fn spin_end(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId) {
+        self.cut_run(t, now);
         self.threads[t.index()].remaining = Duration::ZERO;
         self.resume(disp, now, t);
     }

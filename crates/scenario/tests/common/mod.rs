@@ -131,3 +131,26 @@ at = { prio = 1 }
 name = "a"
 program = [ { run = "5ms" }, { sleep = { exponential = "2ms", max = "20ms" } } ]
 "#;
+
+/// `BASE` with thread `a`'s first operation replaced by `op`.
+pub fn with_op(op: &str) -> String {
+    let text = BASE.replace("{ run = \"5ms\" }", op);
+    assert_ne!(text, BASE);
+    text
+}
+
+/// The first operation of thread `a` once `op` replaces it in `BASE`.
+pub fn first_op(op: &str) -> hsched_model::Op {
+    match parse(&with_op(op)) {
+        Ok(s) => s.threads[0].program.ops[0].clone(),
+        Err(e) => panic!("{op}: {e}"),
+    }
+}
+
+/// The one-line error for `op` in `BASE`.
+pub fn op_error(op: &str) -> String {
+    match parse(&with_op(op)) {
+        Ok(_) => panic!("expected an error for {op}"),
+        Err(e) => e.to_string(),
+    }
+}
