@@ -42,6 +42,7 @@ pub const DEFAULT_MCU: Duration = Duration::from_millis(10);
 ///     params: Params::new().with("advance", Value::Int(advance)),
 ///     arrival: Instant::ZERO,
 ///     program: Program::default(),
+///     needs: None,
 /// };
 /// let scn = Scenario {
 ///     name: "bvt".into(),
@@ -158,6 +159,7 @@ mod tests {
             params,
             arrival: Instant::ZERO,
             program: Program::default(),
+            needs: None,
         }
     }
 

@@ -4,6 +4,7 @@
 //! (scenario, arguments), with a message naming the file, key or line.
 
 pub mod bench;
+pub mod plugins;
 pub mod repro;
 
 use clap::{Parser, Subcommand};
@@ -27,15 +28,16 @@ struct Cli {
 enum Cmd {
     /// Run a scenario in the deterministic simulator and print a summary.
     Sim(SimArgs),
-    /// Check a scenario file and print its hierarchy (nothing runs).
-    Check {
-        /// Scenario file (TOML).
-        file: PathBuf,
-    },
+    /// Check a scenario file and print its hierarchy, every edge labelled
+    /// with its HLS guarantee (nothing runs); exits 2 if it does not compose.
+    Check(CheckArgs),
     /// List the registered policies with their parameters and documentation.
     Policies {
         /// Show one policy only.
         name: Option<String>,
+        /// Also list the policies of a plugin library; repeatable.
+        #[arg(long = "plugin", value_name = "PATH")]
+        plugins: Vec<PathBuf>,
     },
     /// Run paper reproductions: each prints paper value, measured value, tolerance and verdict.
     Repro {
@@ -57,9 +59,33 @@ enum Cmd {
 }
 
 #[derive(clap::Args, Debug)]
+struct CheckArgs {
+    /// Scenario file (TOML).
+    file: PathBuf,
+    /// Load a policy plugin (a library built with hsched-plugin); repeatable.
+    #[arg(long = "plugin", value_name = "PATH")]
+    plugins: Vec<PathBuf>,
+    /// Write the labelled hierarchy as Graphviz DOT; to stdout (instead of
+    /// the text) without a path.
+    #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
+    dot: Option<PathBuf>,
+    /// Write it as SVG, drawn like the HLS paper's Fig. 3; to stdout
+    /// (instead of the text) without a path.
+    #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
+    svg: Option<PathBuf>,
+    /// Write the analysis as JSON (stable keys); to stdout (instead of the
+    /// text) without a path.
+    #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
 struct SimArgs {
     /// Scenario file (TOML).
     file: PathBuf,
+    /// Load a policy plugin (a library built with hsched-plugin); repeatable.
+    #[arg(long = "plugin", value_name = "PATH")]
+    plugins: Vec<PathBuf>,
     /// Override the scenario's horizon (e.g. 10s, 500ms).
     #[arg(long, value_parser = parse_duration)]
     horizon: Option<Duration>,
@@ -79,6 +105,10 @@ struct SimArgs {
     /// Check every policy's invariants after every callback (slower).
     #[arg(long)]
     check: bool,
+    /// Run a hierarchy that does not compose (HLS guarantees, as `hsched
+    /// check` reports them) anyway, with a warning, instead of refusing it.
+    #[arg(long)]
+    allow_uncomposed: bool,
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -126,8 +156,8 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> i32 {
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.cmd {
         Cmd::Sim(args) => sim(args),
-        Cmd::Check { file } => check(&file),
-        Cmd::Policies { name } => policies(name.as_deref()),
+        Cmd::Check(args) => check(&args),
+        Cmd::Policies { name, plugins } => policies(name.as_deref(), &plugins),
         Cmd::Repro { name, list, all } => repro::command(name.as_deref(), list, all),
         Cmd::Bench { quick } => bench::command(quick),
     }
@@ -160,16 +190,43 @@ fn write_file(
     std::io::Write::flush(&mut w).map_err(out)
 }
 
+/// The guarantee rules `check` and `sim` analyse with.
+pub fn rule_book() -> hsched_analysis::rules::RuleBook {
+    hsched_analysis::rules::RuleBook::standard()
+}
+
+/// Why a scenario's hierarchy does not compose, as `check` and `sim` say it
+/// (exit 2): the file, then each error.
+fn uncomposed(file: &Path, analysis: &hsched_analysis::compose::Analysis) -> String {
+    format!("{}: {}", file.display(), analysis.verdict())
+}
+
 fn sim(args: SimArgs) -> Result<(), CliError> {
-    let scn = load_scenario(&args.file)?;
+    let (scn, plugins) = plugins::load_scenario(&args.file, &args.plugins)?;
+    hsched_analysis::rules::literature::refuse_to_run(&scn)
+        .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
+    let analysis = hsched_analysis::compose::analyse(&scn, &plugins.rule_book()?);
+    if !analysis.composes() {
+        let why = uncomposed(&args.file, &analysis);
+        if !args.allow_uncomposed {
+            return Err(CliError::Input(format!(
+                "{why}\n(`hsched check` shows the labelled hierarchy; --allow-uncomposed runs it anyway)"
+            )));
+        }
+        eprintln!("warning: {why}\n(running it anyway: --allow-uncomposed)");
+    }
     let opts = hsched_sim::SimOptions {
         horizon: args.horizon,
         seed: args.seed,
         trace: args.trace.is_some(),
         check_invariants: args.check,
     };
-    let result = hsched_sim::run(&scn, &opts)
+    let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
+    // From here the instances hold their plugin libraries open: a library
+    // whose last instance the script unloads is closed then.
+    drop(plugins);
+    let result = sim.finish();
     if let Some(path) = &args.jobs_csv {
         write_file(path, "the jobs CSV", |w| {
             hsched_report::jobs_csv(&result, w).map_err(|e| std::io::Error::other(e.to_string()))
@@ -191,82 +248,76 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     Ok(())
 }
 
-fn check(file: &Path) -> Result<(), CliError> {
-    let scn = load_scenario(file)?;
-    println!(
-        "{}: ok — {} CPU(s), horizon {}, seed {}",
-        file.display(),
-        scn.machine.cpus,
-        scn.horizon,
-        scn.seed
-    );
-    println!("hierarchy (default scheduler: {}):", scn.default_scheduler);
-    let roots: Vec<&hsched_model::SchedulerSpec> = scn
-        .schedulers
-        .iter()
-        .filter(|s| s.parents.is_empty())
-        .collect();
-    for root in roots {
-        print_tree(&scn, &root.name, "", 0);
+fn check(args: &CheckArgs) -> Result<(), CliError> {
+    let file = args.file.as_path();
+    let (scn, plugins) = plugins::load_scenario(file, &args.plugins)?;
+    let analysis = hsched_analysis::compose::analyse(&scn, &plugins.rule_book()?);
+    let to_stdout = |p: &Option<PathBuf>| p.as_deref() == Some(Path::new("-"));
+    let text_on_stdout = !(to_stdout(&args.dot) || to_stdout(&args.svg) || to_stdout(&args.json));
+    if text_on_stdout {
+        println!(
+            "{}: ok — {} CPU(s), horizon {}, seed {}",
+            file.display(),
+            scn.machine.cpus,
+            scn.horizon,
+            scn.seed
+        );
+        print!("{}", hsched_analysis::draw::text(&scn, &analysis));
     }
-    Ok(())
-}
-
-fn print_tree(scn: &hsched_model::Scenario, name: &str, at: &str, depth: usize) {
-    let indent = "  ".repeat(depth + 1);
-    let spec = scn.schedulers.iter().find(|s| s.name == name).unwrap();
-    let params = if spec.params.is_empty() {
-        String::new()
+    type Render = fn(&hsched_model::Scenario, &hsched_analysis::compose::Analysis) -> String;
+    let outputs: [(&Option<PathBuf>, &str, Render); 3] = [
+        (&args.dot, "the DOT drawing", hsched_analysis::draw::dot),
+        (&args.svg, "the SVG drawing", hsched_analysis::draw::svg),
+        (&args.json, "the JSON analysis", |_, a| {
+            hsched_analysis::draw::json(a) + "\n"
+        }),
+    ];
+    for (path, what, render) in outputs {
+        if let Some(path) = path {
+            let body = render(&scn, &analysis);
+            write_file(path, what, |w| w.write_all(body.as_bytes()))?;
+        }
+    }
+    if analysis.composes() {
+        Ok(())
     } else {
-        format!(" [{}]", spec.params)
-    };
-    println!("{indent}{name}: {}{params}{at}", spec.policy);
-    // A `bvt` node gets its §6 configuration read back (shares, V, W,
-    // warps, admission problems) between its line and its children.
-    if let Some(report) = hsched_analysis::bvt_report(scn, name) {
-        for line in report.lines() {
-            println!("{indent}  {line}");
-        }
-    }
-    for child in scn.schedulers.iter() {
-        for link in child.parents.iter().filter(|l| l.parent == name) {
-            let at = if link.params.is_empty() {
-                String::new()
-            } else {
-                format!(" @ {}", link.params)
-            };
-            let vps = if link.vps > 1 {
-                format!(" ×{} VPs", link.vps)
-            } else {
-                String::new()
-            };
-            print_tree(scn, &child.name, &format!("{at}{vps}"), depth + 1);
-        }
-    }
-    for t in scn.threads.iter().filter(|t| t.parent == name) {
-        let at = if t.params.is_empty() {
-            String::new()
-        } else {
-            format!(" @ {}", t.params)
-        };
-        println!("{indent}  thread {}{at}", t.name);
+        Err(CliError::Input(uncomposed(file, &analysis)))
     }
 }
 
-fn policies(name: Option<&str>) -> Result<(), CliError> {
-    let reg = hsched_policies::registry();
+fn policies(name: Option<&str>, plugin_paths: &[PathBuf]) -> Result<(), CliError> {
+    let plugins = plugins::load(plugin_paths)?;
+    let all: Vec<(Option<&str>, &hsched_core::PolicyInfo)> = hsched_policies::registry()
+        .iter()
+        .map(|i| (None, i))
+        .chain(plugins.policies().map(|(label, i)| (Some(label), i)))
+        .chain(
+            hsched_analysis::rules::literature::infos()
+                .iter()
+                .map(|i| (None, i)),
+        )
+        .collect();
+    let book = rule_book();
     let list: Vec<_> = match name {
-        Some(n) => vec![hsched_policies::find(n).ok_or_else(|| {
-            let known: Vec<&str> = reg.iter().map(|p| p.name).collect();
+        Some(n) => vec![*all.iter().find(|(_, i)| i.name == n).ok_or_else(|| {
+            let known: Vec<&str> = all.iter().map(|(_, p)| p.name).collect();
             CliError::Input(format!(
                 "unknown policy `{n}` (known: {})",
                 known.join(", ")
             ))
         })?],
-        None => reg.iter().collect(),
+        None => all,
     };
-    for info in list {
+    for (plugin, info) in list {
         println!("{} — {}", info.name, info.summary);
+        if let Some(label) = plugin {
+            println!("  from plugin {label}");
+            if let Some(rule) = plugins.hls_rule(info.name) {
+                println!("  HLS rule (Table 1): {rule}");
+            }
+        } else if let Some(rule) = book.get(info.name) {
+            println!("  HLS rule (Table 1): {}", rule.row());
+        }
         for line in info.doc.lines() {
             println!("    {line}");
         }

@@ -21,7 +21,9 @@ pub use time::{Duration, Instant};
 /// What a policy type declares: its name, documentation, its own parameters,
 /// the parameters each child attaches with, and how to build an instance.
 /// Policy *types* are separate from *instances* (a hierarchy may run several
-/// instances of one policy, as Xen does).
+/// instances of one policy, as Xen does). `Copy`, so that a registry can be
+/// assembled from the built-in one and policies loaded at run time.
+#[derive(Clone, Copy)]
 pub struct PolicyInfo {
     pub name: &'static str,
     /// One line: what it is.

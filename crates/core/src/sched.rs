@@ -45,6 +45,13 @@ pub enum Dispatch {
     /// Keep the CPU but leave it idle until `until` (a non-work-conserving
     /// choice, e.g. a hard reservation whose budget is spent).
     Idle { until: Instant },
+    /// Keep the CPU, idle, busy-waiting until exactly `until`. Unlike
+    /// `Idle`, the horizon is not rounded up to the platform tick: the CPU
+    /// polls the clock instead of waiting for the next clock interrupt
+    /// (Vassal §5: the sample real-time scheduler takes the CPU slightly
+    /// early and spins until the exact wakeup time). No thread makes
+    /// progress meanwhile; the time counts as idle, charged to no one.
+    Spin { until: Instant },
     /// Decline the CPU: hand it back and let the parent decide (Vassal's
     /// delegation). The VP it came on becomes idle; the scheduler requests it
     /// again (`Cx::request` / `Cx::want_cpus`) when it wants a CPU.
@@ -258,7 +265,8 @@ impl<'a> Cx<'a> {
     }
     /// The platform's clock tick (the papers' mcu), if the run has one: with a
     /// tick, timers and horizons take effect at the first tick at or after
-    /// their time, as in a tick-driven kernel.
+    /// their time, as in a tick-driven kernel (except a [`Dispatch::Spin`]
+    /// horizon, which is exact: the CPU polls the clock).
     #[inline]
     pub fn tick(&self) -> Option<crate::Duration> {
         self.tick

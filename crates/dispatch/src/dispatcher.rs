@@ -16,7 +16,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 #[derive(Clone, Debug)]
 pub struct Config {
     pub cpus: u32,
-    /// With a tick, timers and horizons take effect at the next tick boundary.
+    /// With a tick, timers and horizons take effect at the next tick boundary
+    /// (except a `Dispatch::Spin` horizon: the CPU busy-waits on the clock).
     pub tick: Option<Duration>,
     /// Starvation watchdog bound; `None` turns it off.
     pub watchdog: Option<Duration>,
@@ -145,6 +146,9 @@ pub(crate) struct Cpu {
     pub dirty: Option<usize>,
     /// Generation of the horizon timer that is current.
     pub horizon_gen: u64,
+    /// The last hop answered `Dispatch::Spin`: its horizon is exact, not
+    /// rounded to the tick (the CPU busy-waits on the clock).
+    pub spinning: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -194,6 +198,9 @@ pub struct Dispatcher {
     pub(crate) event: u64,
     /// Set while a thread's involuntary block is being delivered.
     pub(crate) involuntary: bool,
+    /// Instances being removed right now: removing one ends run segments,
+    /// which charges it, and a failure there must not eject it again.
+    pub(crate) removing: Vec<SchedId>,
 }
 
 impl Dispatcher {
@@ -206,6 +213,7 @@ impl Dispatcher {
                 since: Instant::ZERO,
                 dirty: None,
                 horizon_gen: 0,
+                spinning: false,
             })
             .collect();
         let mut d = Dispatcher {
@@ -227,6 +235,7 @@ impl Dispatcher {
             fired: 0,
             event: 0,
             involuntary: false,
+            removing: Vec::new(),
         };
         if let Some(bound) = d.cfg.watchdog {
             d.arm(
@@ -750,6 +759,21 @@ impl Dispatcher {
                 None => break,
             }
         }
+        // A thread that moved to another CPU within this event leaves the
+        // old one first: the platform never sees it on two CPUs at once.
+        for cpu in 0..self.cpus.len() {
+            let shown = self.cpus[cpu].shown;
+            let migrates = shown.is_some_and(|t| {
+                self.cpus
+                    .iter()
+                    .enumerate()
+                    .any(|(other, c)| other != cpu && c.thread == Some(t) && c.shown != c.thread)
+            });
+            if migrates && self.cpus[cpu].thread != shown {
+                self.cpus[cpu].shown = None;
+                p.set_cpu(self.now, CpuId(cpu as u32), None);
+            }
+        }
         for (cpu, c) in self.cpus.iter_mut().enumerate() {
             if c.shown != c.thread {
                 c.shown = c.thread;
@@ -848,16 +872,26 @@ impl Dispatcher {
             self.descend(cpu);
         }
         self.cpus[cpu].since = self.now;
-        let deadline = self.cpus[cpu]
+        // A spin's horizon is exact; every other one waits for the tick.
+        let c = &self.cpus[cpu];
+        let last = c.path.len().wrapping_sub(1);
+        let spin_hop = |i: usize, h: &Hop| c.spinning && i == last && h.child.is_none();
+        let at = c
             .path
             .iter()
-            .map(|h| h.until)
+            .enumerate()
+            .map(|(i, h)| {
+                if spin_hop(i, h) {
+                    h.until
+                } else {
+                    self.quantize(h.until)
+                }
+            })
             .min()
             .unwrap_or(Instant::NEVER);
         self.cpus[cpu].horizon_gen += 1;
-        if !deadline.is_never() {
+        if !at.is_never() {
             let gen = self.cpus[cpu].horizon_gen;
-            let at = self.quantize(deadline);
             self.arm(
                 at,
                 TimerKind::Horizon {
@@ -873,6 +907,7 @@ impl Dispatcher {
     /// (a `Release` hands the CPU to the parent, which decides instead).
     fn descend(&mut self, cpu: usize) {
         self.decisions += 1;
+        self.cpus[cpu].spinning = false;
         let cpu_id = CpuId(cpu as u32);
         loop {
             let Some(&hop) = self.cpus[cpu].path.last() else {
@@ -915,9 +950,10 @@ impl Dispatcher {
                         }
                     }
                 }
-                Dispatch::Idle { until } => {
+                Dispatch::Idle { until } | Dispatch::Spin { until } => {
                     self.cpus[cpu].path[last].child = None;
                     self.cpus[cpu].path[last].until = until;
+                    self.cpus[cpu].spinning = matches!(answer, Dispatch::Spin { .. });
                     return;
                 }
                 Dispatch::Release if last == 0 => {
@@ -968,7 +1004,7 @@ impl Dispatcher {
                     ));
                 }
             }
-            Dispatch::Idle { until } => {
+            Dispatch::Idle { until } | Dispatch::Spin { until } => {
                 if until <= self.now {
                     return Err(format!(
                         "answered a grant with a horizon in the past ({until})"

@@ -375,6 +375,9 @@ impl Dispatcher {
     /// removed without further calls to it, its threads sent to the default.
     pub(crate) fn eject(&mut self, s: SchedId, why: String) {
         let Some(inst) = self.inst(s) else { return };
+        if self.removing.contains(&s) {
+            return;
+        }
         let text = format!("ejected `{}` ({}): {why}", inst.name, inst.info.name);
         self.record(LogKind::Eject, text);
         self.remove_tree(s, false);
@@ -429,6 +432,7 @@ impl Dispatcher {
         if self.inst(s).is_none() {
             return;
         }
+        self.removing.push(s);
         // 1. Cut it out of every CPU path.
         for cpu in 0..self.cpus.len() {
             let Some(depth) = self.cpus[cpu].path.iter().position(|h| h.sched == s) else {
@@ -457,7 +461,9 @@ impl Dispatcher {
             }
         }
         // 2. Leave the parents.
-        let inst = self.inst(s).unwrap();
+        let inst = self
+            .inst(s)
+            .expect("`removing` keeps it from being ejected meanwhile");
         let links: Vec<Link> = inst.links.iter().flatten().copied().collect();
         let children: Vec<ChildRef> = inst.children.iter().flatten().map(|k| k.what).collect();
         for link in links {
@@ -498,6 +504,7 @@ impl Dispatcher {
         if let Some(inst) = self.scheds[s.index()].take() {
             drop(inst);
         }
+        self.removing.retain(|&r| r != s);
         self.nodes[s.index()].alive = false;
         if self.root == Some(s) {
             self.root = None;

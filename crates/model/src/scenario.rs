@@ -74,6 +74,11 @@ pub struct ThreadSpec {
     /// When it is created (becomes known and starts its program).
     pub arrival: Instant,
     pub program: Program,
+    /// What it needs from its scheduler, as the HLS paper writes a guarantee
+    /// (`"RESBS 10, 33"`): `hsched check` reports an error when its edge
+    /// does not imply it. `None`: nothing stated.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub needs: Option<String>,
 }
 
 /// A workload program: operations executed in order; the thread exits at
@@ -132,6 +137,21 @@ pub enum Op {
     /// time constraints asked of the thread's scheduler, each a job (see
     /// [`ConstraintLoad`]).
     Constraints(ConstraintLoad),
+    /// A free-running job loop (the HLS paper's §7.2 test application, a
+    /// frame loop that renders as fast as it can): `body` runs back to
+    /// back, each completion a frame. The thread wants a frame at most
+    /// `max_gap` after the previous one (or after the loop starts); every
+    /// `max_gap` that passes without one is a missed deadline. Each such
+    /// deadline is a job: released at the last frame (or the last missed
+    /// deadline), due `max_gap` later, finished by the first frame in
+    /// time, else missed; so a gap `g` between frames misses
+    /// `ceil(g / max_gap) - 1` deadlines. `count`: how many frames
+    /// (`None`: until the horizon).
+    Frames {
+        max_gap: Duration,
+        count: Option<u64>,
+        body: Vec<Op>,
+    },
 }
 
 /// The `randres` test program of the BVT paper (Duda & Cheriton, SOSP '99,

@@ -15,6 +15,11 @@
 //! - [`sfq`]: start-time fair queuing with weights and a BVT-style warp.
 //! - [`dbs`]: the BVT paper's deadline-based reservations (EDF + round robin).
 //! - [`bvt`]: borrowed virtual time (weighted fair share, warp for latency).
+//! - [`res`]: HLS's reservation scheduler (EDF basic hard reservations,
+//!   uniformly slower processors).
+//! - [`ts`]: priority time sharing modelled on Windows 2000.
+//! - [`rtwake`]: Vassal's sample real-time scheduler (precise wakeups,
+//!   refused at once when they cannot be honoured).
 //! - [`rialto`]: Rialto (CPU reservations on a precomputed scheduling
 //!   graph, time constraints); the policy and its building blocks.
 //!
@@ -29,10 +34,13 @@ pub mod fp;
 pub mod join;
 pub mod limit;
 pub mod preempt;
+pub mod res;
 pub mod rialto;
 pub mod rr;
+pub mod rtwake;
 pub mod sfq;
 pub mod testkit;
+pub mod ts;
 
 static REGISTRY: &[PolicyInfo] = &[
     fifo::INFO,
@@ -44,6 +52,9 @@ static REGISTRY: &[PolicyInfo] = &[
     dbs::INFO,
     bvt::INFO,
     rialto::INFO,
+    res::INFO,
+    ts::INFO,
+    rtwake::INFO,
 ];
 
 /// Every registered policy type, in the order `hsched policies` lists them.
@@ -80,7 +91,10 @@ mod tests {
         let names: Vec<&str> = registry().iter().map(|p| p.name).collect();
         assert_eq!(
             names,
-            ["fifo", "rr", "fp", "join", "limit", "sfq", "dbs", "bvt", "rialto"]
+            [
+                "fifo", "rr", "fp", "join", "limit", "sfq", "dbs", "bvt", "rialto", "res", "ts",
+                "rtwake"
+            ]
         );
         for info in registry() {
             assert_eq!(find(info.name).map(|p| p.name), Some(info.name));

@@ -17,8 +17,10 @@
 //!   every callback.
 //!
 //! The harness maps VP `i` to CPU `i`. Horizons and timers take effect
-//! exactly at their time (no tick). Like the dispatcher, a `charge` is only
-//! sent for segments longer than zero.
+//! exactly at their time unless [`Harness::set_tick`] gives a tick: then,
+//! as in the dispatcher, they take effect at the first tick at or after
+//! their time, except a `Dispatch::Spin` horizon, which stays exact. Like
+//! the dispatcher, a `charge` is only sent for segments longer than zero.
 
 use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Msg, Params, ParentVp, Reject, Reply,
@@ -106,7 +108,8 @@ enum Use {
     /// Not held, or held and waiting for its decision.
     None,
     Run(Running),
-    /// Held and idle until this time (`NEVER`: declined at the root).
+    /// Held and idle (or spinning) until this time (`NEVER`: declined at
+    /// the root).
     Idle(Instant),
 }
 
@@ -270,6 +273,24 @@ impl<S: Scheduler + ?Sized> Harness<S> {
     /// Forgets the decisions recorded so far.
     pub fn clear_decisions(&mut self) {
         self.decisions.clear();
+    }
+
+    /// Gives the platform a clock tick (`None`: exact timers, the default).
+    /// Applies to timers set and decisions made from now on.
+    pub fn set_tick(&mut self, tick: Option<Duration>) {
+        self.host.tick = tick.filter(|t| !t.is_zero());
+    }
+
+    /// `at` rounded up to the tick, as the dispatcher rounds timers and
+    /// horizons.
+    fn quantize(&self, at: Instant) -> Instant {
+        match self.host.tick {
+            Some(t) if !at.is_never() => {
+                let t = t.as_nanos();
+                Instant(at.as_nanos().div_ceil(t).saturating_mul(t))
+            }
+            _ => at,
+        }
     }
 
     /// Turns the `check_invariants` call after every callback on or off (on
@@ -552,7 +573,8 @@ impl<S: Scheduler + ?Sized> Harness<S> {
         let now = self.now();
         match e {
             Effect::SetTimer { key, at } => {
-                self.timers.insert(key, at.max(now));
+                let at = self.quantize(at.max(now));
+                self.timers.insert(key, at);
             }
             Effect::CancelTimer { key } => {
                 self.timers.remove(&key);
@@ -740,15 +762,16 @@ impl<S: Scheduler + ?Sized> Harness<S> {
                 self.uses[vp.index()] = Use::Run(Running {
                     child,
                     start: now,
-                    until,
+                    until: self.quantize(until),
                 });
             }
-            Dispatch::Idle { until } => {
+            Dispatch::Idle { until } | Dispatch::Spin { until } => {
                 assert!(
                     until > now,
                     "{policy} answered a grant on {vp} at {now} with a past horizon {until}"
                 );
-                self.uses[vp.index()] = Use::Idle(until);
+                let spin = matches!(answer, Dispatch::Spin { .. });
+                self.uses[vp.index()] = Use::Idle(if spin { until } else { self.quantize(until) });
             }
             Dispatch::Release => {
                 if self.parent == Parent::Root {

@@ -22,9 +22,12 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "scheduler",
     "thread",
     "script",
+    "plugins",
 ];
 const MACHINE_KEYS: &[&str] = &["cpus", "context_switch", "tick", "watchdog"];
-const THREAD_KEYS: &[&str] = &["name", "parent", "at", "arrival", "count", "program"];
+const THREAD_KEYS: &[&str] = &[
+    "name", "parent", "at", "arrival", "count", "program", "needs",
+];
 const ACTIONS: &[&str] = &["load", "unload", "detach", "attach", "move", "msg"];
 
 /// At most this many threads after `count` expansion: a bound that keeps a
@@ -62,6 +65,8 @@ pub(crate) fn build(
     };
     let machine = machine(top.get("machine"))?;
     let cpus = machine.cpus;
+    // Loaded by the caller before parsing (`crate::plugins`); checked here too.
+    plugin_paths(&top)?;
 
     let eof = text.len()..text.len();
     let decls = list(&top, "scheduler", "[[scheduler]] tables")?
@@ -121,6 +126,30 @@ pub(crate) fn build(
 }
 
 /// An array of tables (`[[key]]`), empty when absent.
+/// `plugins = ["path/to/libpolicy.so", ...]`: plugin libraries whose
+/// policies the hierarchy may name, as written (relative to the scenario
+/// file's directory).
+pub(crate) fn plugin_paths(top: &Table<'_>) -> Result<Vec<String>, Fail> {
+    let Some(node) = top.get("plugins") else {
+        return Ok(Vec::new());
+    };
+    let what = "a list of plugin library paths, e.g. plugins = [\"target/debug/libedf.so\"]";
+    let mut paths = Vec::new();
+    for (i, n) in node.array("plugins", what)?.iter().enumerate() {
+        let path = index_path("plugins", i);
+        let p = n.str(&path, "a path to a plugin library")?;
+        if p.trim().is_empty() {
+            return Err(Fail::new(
+                &n.span,
+                &path,
+                "an empty path: expected a path to a plugin library",
+            ));
+        }
+        paths.push(p.to_string());
+    }
+    Ok(paths)
+}
+
 fn list<'a>(top: &Table<'a>, key: &str, what: &str) -> Result<&'a [Node], Fail> {
     match top.get(key) {
         None => Ok(&[]),
@@ -219,6 +248,8 @@ struct ThreadDecl {
     arrival: Instant,
     program: Program,
     refs: Refs,
+    /// `needs`, checked to be a guarantee.
+    needs: Option<String>,
 }
 
 fn threads(top: &Table<'_>, default: &str, horizon: Duration) -> Result<Vec<ThreadDecl>, Fail> {
@@ -304,6 +335,22 @@ fn threads(top: &Table<'_>, default: &str, horizon: Duration) -> Result<Vec<Thre
             }
             None => (Vec::new(), parent_span.clone(), parent_path.clone()),
         };
+        let needs = match t.get("needs") {
+            Some(nd) => {
+                let path = t.key_path("needs");
+                let text = nd.str(
+                    &path,
+                    "a guarantee as the HLS paper writes it, e.g. needs = \"RESBS 10, 33\"",
+                )?;
+                hsched_analysis::guarantee::Guarantee::parse(text).map_err(|e| {
+                    Fail::new(&nd.span, &path, format!("`needs` = {text:?}: {e}")).help(
+                        "a guarantee: ALL, NULL, RESBH/RESBS/RESCH/RESCS amount, period (ms), RESU rate, PSBE share, delta, or PS share; e.g. needs = \"RESBS 10, 33\"",
+                    )
+                })?;
+                Some(text.to_string())
+            }
+            None => None,
+        };
         let mut refs = Refs::default();
         let prog_node = t.require(
             "program",
@@ -340,6 +387,7 @@ fn threads(top: &Table<'_>, default: &str, horizon: Duration) -> Result<Vec<Thre
             arrival,
             program: Program { ops },
             refs,
+            needs,
         });
     }
     Ok(out)
@@ -570,6 +618,7 @@ fn replay<'r>(
                             params: link.params,
                             arrival: td.arrival,
                             program: td.program.clone(),
+                            needs: td.needs.clone(),
                         },
                     ));
                 }

@@ -91,8 +91,17 @@ pub(crate) fn sched_decl<'r>(
     let whose = format!("policy `{}`", info.name);
     let params = resolve(&raw, &(info.params)(), t.span, &t.path, &whose, true)?;
     // Building an instance (pure: policies do no I/O) lets the policy check
-    // what one parameter alone cannot, such as budget <= period.
-    if let Err(e) = (info.build)(&params) {
+    // what one parameter alone cannot, such as budget <= period. A
+    // scheduler from the literature cannot be built: the analysis alone
+    // knows it (`hsched sim` refuses it).
+    let analysis_only = hsched_analysis::rules::literature::find(info.name)
+        .is_some_and(|lit| std::ptr::eq(lit, info));
+    let built = if analysis_only {
+        Ok(())
+    } else {
+        (info.build)(&params).map(|_| ())
+    };
+    if let Err(e) = built {
         return Err(Fail::new(
             t.span,
             &t.path,
@@ -126,7 +135,11 @@ fn policy<'r>(t: &Table<'_>, registry: &'r [PolicyInfo]) -> Result<&'r PolicyInf
     let path = t.key_path("policy");
     let name = n.name(&path, "a policy name")?;
     let known: Vec<&str> = registry.iter().map(|p| p.name).collect();
-    registry.iter().find(|p| p.name == name).ok_or_else(|| {
+    // A scheduler from the literature (HLS Table 1) is known to the
+    // analysis only: accepted here, refused by `hsched sim`.
+    let found = registry.iter().find(|p| p.name == name);
+    let found = found.or_else(|| hsched_analysis::rules::literature::find(name));
+    found.ok_or_else(|| {
         let help = if known.is_empty() {
             "no policies are registered in this build".to_string()
         } else {

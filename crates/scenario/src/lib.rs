@@ -42,6 +42,19 @@ pub fn parse_with_registry(
     build::build(text, file_name, registry).map_err(|f| f.into_error(text, file_name))
 }
 
+/// The plugin libraries a scenario's top-level `plugins` key names, as
+/// written (a relative path is relative to the scenario file's directory).
+/// The caller loads them and parses the scenario with their policies added
+/// to the registry ([`parse_with_registry`]); the parser does no I/O.
+pub fn plugins(text: &str, file_name: &str) -> Result<Vec<String>, ScenarioError> {
+    let paths = || {
+        let root = tree::parse(text)?;
+        let top = root.table("", "a table")?;
+        build::plugin_paths(&top)
+    };
+    paths().map_err(|f| f.into_error(text, file_name))
+}
+
 /// Reads and parses a scenario file; the error names the path as given.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();

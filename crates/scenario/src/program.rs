@@ -1,6 +1,6 @@
 //! Workload programs: the operations a thread runs (`run`, `spin`, `sleep`,
 //! `fault`, `periodic`, `lock`, `unlock`, `yield`, `msg`, `loop`, `randres`,
-//! `constraints`) and the duration distributions they draw from.
+//! `constraints`, `frames`) and the duration distributions they draw from.
 
 use crate::error::{did_you_mean, Fail, Span};
 use crate::tree::{index_path, Kind, Node, RawParam};
@@ -21,6 +21,7 @@ pub(crate) const OP_KEYS: &[&str] = &[
     "loop",
     "randres",
     "constraints",
+    "frames",
 ];
 
 const DIST_HELP: &str = "a distribution is one of: { uniform = [\"1ms\", \"3ms\"] }, { exponential = \"2ms\", max = \"20ms\" }, { normal = \"5ms\", sd = \"1ms\", min = \"1ms\", max = \"9ms\" }";
@@ -117,6 +118,7 @@ fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
             Op::Yield
         }
         "periodic" => periodic(v, &p, refs)?,
+        "frames" => frames(v, &p, refs)?,
         "loop" => {
             let t = v.table(&p, "a table: { count = 10, body = [ ... ] }")?;
             t.only(&["count", "body"])?;
@@ -223,6 +225,56 @@ fn periodic(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
         deadline,
         offset,
         jobs,
+        body,
+    })
+}
+
+/// A free-running frame loop with a maximum gap between frames.
+fn frames(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
+    let t = v.table(
+        p,
+        "a table: { max_gap = \"33ms\", run = \"10ms\" } or { max_gap = \"33ms\", body = [ ... ] }",
+    )?;
+    t.only(&["max_gap", "count", "body", "run"])?;
+    let max_gap = t
+        .require(
+            "max_gap",
+            "the longest gap allowed between frames, e.g. \"33ms\"",
+        )?
+        .positive_duration(&t.key_path("max_gap"))?;
+    let count = match t.get("count") {
+        Some(n) => Some(n.count(&t.key_path("count"))?),
+        None => None,
+    };
+    let body = match (t.get("body"), t.get("run")) {
+        (Some(b), None) => ops(b, &t.key_path("body"), refs)?,
+        // `run` is shorthand for a frame that is one burst of CPU time.
+        (None, Some(r)) => vec![Op::Run(dist(r, &t.key_path("run"))?)],
+        (Some(_), Some(r)) => {
+            return Err(Fail::new(
+                &r.span,
+                &t.key_path("run"),
+                "give either `body` or `run` (shorthand for body = [ { run = ... } ]), not both",
+            ))
+        }
+        (None, None) => {
+            return Err(Fail::new(
+                t.span,
+                p,
+                "missing key `body` (what each frame does, e.g. [ { run = \"10ms\" } ]) or `run` (its CPU time)",
+            ))
+        }
+    };
+    if count.is_none() && !takes_time(&body) {
+        return Err(Fail::new(
+            t.span,
+            p,
+            "frames without `count` repeat forever, so a frame must take time: expected a `run`, `spin`, `sleep` or `fault` that can last more than zero",
+        ));
+    }
+    Ok(Op::Frames {
+        max_gap,
+        count,
         body,
     })
 }
@@ -741,6 +793,7 @@ pub(crate) fn takes_time(ops: &[Op]) -> bool {
         Op::Randres(r) => r.count != Some(0),
         Op::Constraints(c) => c.count != Some(0) && constraint_takes_time(c),
         Op::Loop { count, body } => *count != Some(0) && takes_time(body),
+        Op::Frames { count, body, .. } => *count != Some(0) && takes_time(body),
         Op::Lock(_) | Op::Unlock(_) | Op::Msg { .. } | Op::Yield => false,
     })
 }

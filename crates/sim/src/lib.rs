@@ -11,6 +11,7 @@
 //! Time accounting is exact: on every CPU, busy + context-switch overhead +
 //! idle equals the horizon.
 
+pub mod conformance;
 mod program;
 pub mod workloads;
 mod world;

@@ -50,6 +50,17 @@ pub(crate) enum Instr {
     /// instruction (with its state in `Cursor::constraints`) until its last
     /// constraint.
     Constraints(Box<ConstraintLoad>),
+    /// Start of a free-running frame loop; `end` is the index after its
+    /// `FrameEnd`.
+    FramesStart {
+        max_gap: Duration,
+        count: Option<u64>,
+        end: usize,
+    },
+    /// A frame is done: settle the deadlines up to now, then loop or leave.
+    FrameEnd {
+        start: usize,
+    },
 }
 
 /// Compiles a program; mutex names are interned through `mutex_id`.
@@ -72,6 +83,21 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
             Op::Unlock(m) => out.push(Instr::Unlock(mutex_id(m))),
             Op::Msg { to, msg } => out.push(Instr::Msg(to.clone(), msg.clone())),
             Op::Yield => out.push(Instr::Yield),
+            Op::Frames {
+                max_gap,
+                count,
+                body,
+            } => {
+                let start = out.len();
+                out.push(Instr::FrameEnd { start }); // placeholder, replaced below
+                emit(body, out, mutex_id);
+                out.push(Instr::FrameEnd { start });
+                out[start] = Instr::FramesStart {
+                    max_gap: *max_gap,
+                    count: *count,
+                    end: out.len(),
+                };
+            }
             Op::Loop { count, body } => {
                 let start = out.len();
                 out.push(Instr::LoopStart {
@@ -138,6 +164,8 @@ pub(crate) struct Cursor {
     pub loops: Vec<u64>,
     /// Enclosing periodic timers (innermost last).
     pub periodic: Vec<PeriodicState>,
+    /// Enclosing frame loops (innermost last).
+    pub frames: Vec<FramesState>,
     /// The `randres` in progress (it is a leaf: at most one at a time).
     pub randres: Option<RandresState>,
     /// The `constraints` in progress (a leaf too).
@@ -152,6 +180,16 @@ pub(crate) struct PeriodicState {
     pub job: u64,
     /// Index into the run's job records of the job in progress.
     pub record: Option<usize>,
+}
+
+/// Where a frame loop is.
+#[derive(Clone, Debug)]
+pub(crate) struct FramesState {
+    /// Index of the `FramesStart` instruction.
+    pub start: usize,
+    pub frames: u64,
+    /// Index into the run's job records of the deadline now pending.
+    pub record: usize,
 }
 
 /// Where a `randres` is: between deadlines `prev` (`d_{i-1}`) and the

@@ -99,6 +99,7 @@ fn chain(
                 params: Params::new(),
                 arrival: Instant::ZERO,
                 program: forever.clone(),
+                needs: None,
             })
             .collect(),
         script: vec![],

@@ -4,7 +4,7 @@
 
 use crate::program::{
     compile, draw, draw_constraint, draw_randres, ConstraintsPhase, ConstraintsState, Cursor,
-    Instr, PeriodicState, RandresJob, RandresPhase, RandresState,
+    FramesState, Instr, PeriodicState, RandresJob, RandresPhase, RandresState,
 };
 use crate::{links, load};
 use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
@@ -74,6 +74,10 @@ struct SimThread {
     last_cpu: Option<CpuId>,
     woke_at: Option<Instant>,
     waiting_since: Option<Instant>,
+    /// The wakeup job waiting for the thread's next dispatch (a reply with
+    /// `wakeup`, see `send`), and how many wakeup jobs it has had.
+    wakeup_job: Option<usize>,
+    wakeup_jobs: u64,
     stats: ThreadResult,
 }
 
@@ -266,10 +270,39 @@ impl World {
         };
         let reply = disp.message(self, now, Some(t), s, msg);
         let ok = reply.is_ok();
+        if let hsched_core::Reply::Ok(p) = &reply {
+            if let Some(Value::Duration(at)) = p.get("wakeup") {
+                self.wakeup_job(t, now, Instant::ZERO.saturating_add(*at));
+            }
+        }
         let kind = if ok { LogKind::Reply } else { LogKind::Refused };
         let sname = disp.sched_name(s).to_string();
         self.record(now, kind, format!("`{name}` -> `{sname}` {msg}: {reply}"));
         ok
+    }
+
+    /// A scheduler promised to dispatch `t` at `at` (a reply carrying
+    /// `wakeup`, as `rtwake`'s do): a job released at `at` with `at` as its
+    /// deadline, started and finished by the thread's next dispatch, so its
+    /// lateness is how late (negative: how early) the wakeup came. A thread
+    /// still on its CPU after the reply counts as dispatched now.
+    fn wakeup_job(&mut self, t: ThreadId, now: Instant, at: Instant) {
+        let th = &mut self.threads[t.index()];
+        let job = th.wakeup_jobs;
+        th.wakeup_jobs += 1;
+        let on_cpu = th.cpu.is_some();
+        th.wakeup_job = (!on_cpu).then_some(self.jobs.len());
+        let ran = on_cpu.then_some(now);
+        self.jobs.push(JobRecord {
+            thread: t,
+            job,
+            release: at,
+            start: ran,
+            finish: ran,
+            deadline: at,
+            admitted: None,
+        });
+        self.mark(at, Some(t), MarkKind::Release { job });
     }
 
     /// One step of a `constraints` operation at `now`: issue the next
@@ -405,6 +438,8 @@ impl World {
             last_cpu: None,
             woke_at: None,
             waiting_since: None,
+            wakeup_job: None,
+            wakeup_jobs: 0,
             stats: ThreadResult {
                 id: t,
                 name: spec.name.clone(),
@@ -755,6 +790,26 @@ impl World {
                     });
                     self.mark(release, Some(t), MarkKind::Release { job });
                 }
+                Instr::FramesStart {
+                    max_gap,
+                    count,
+                    end,
+                } => {
+                    if *count == Some(0) {
+                        th.cursor.pc = *end;
+                        continue;
+                    }
+                    let start = th.cursor.pc;
+                    th.cursor.pc += 1;
+                    let record = self.frame_deadline(t, 0, now, *max_gap);
+                    let frames = &mut self.threads[t.index()].cursor.frames;
+                    frames.push(FramesState {
+                        start,
+                        frames: 0,
+                        record,
+                    });
+                }
+                Instr::FrameEnd { start } => self.frame_done(t, now, *start, &code),
                 Instr::JobEnd { start } => {
                     let p = th.cursor.periodic.last_mut().expect("periodic stack");
                     let Instr::PeriodicStart { period, .. } = &code[p.start] else {
@@ -772,6 +827,78 @@ impl World {
                     }
                 }
             }
+        }
+    }
+
+    /// Records a frame loop's deadline job `job`, released at `release`.
+    fn frame_deadline(
+        &mut self,
+        t: ThreadId,
+        job: u64,
+        release: Instant,
+        max_gap: Duration,
+    ) -> usize {
+        let on_cpu = self.threads[t.index()].cpu.is_some();
+        self.jobs.push(JobRecord {
+            thread: t,
+            job,
+            release,
+            start: on_cpu.then_some(release),
+            finish: None,
+            deadline: release.saturating_add(max_gap),
+            admitted: None,
+        });
+        self.jobs.len() - 1
+    }
+
+    /// The deadlines of `t`'s innermost frame loop that passed before
+    /// `now` without a frame stay missed; each is followed by the next,
+    /// `max_gap` later. Returns the one pending at `now`.
+    fn frame_misses_until(&mut self, t: ThreadId, level: usize, now: Instant) -> usize {
+        let th = &self.threads[t.index()];
+        let st = &th.cursor.frames[level];
+        let Instr::FramesStart { max_gap, .. } = th.code[st.start] else {
+            unreachable!("a frame loop starts with FramesStart")
+        };
+        let mut record = st.record;
+        while self.jobs[record].deadline < now {
+            let (job, missed) = (self.jobs[record].job + 1, self.jobs[record].deadline);
+            record = self.frame_deadline(t, job, missed, max_gap);
+            self.jobs[record].start = None;
+        }
+        self.threads[t.index()].cursor.frames[level].record = record;
+        record
+    }
+
+    /// A frame of `t`'s innermost frame loop is done at `now`: it meets the
+    /// deadline pending (those before were missed); the next deadline is
+    /// `max_gap` from now, unless that was the last frame.
+    fn frame_done(&mut self, t: ThreadId, now: Instant, start: usize, code: &[Instr]) {
+        let Instr::FramesStart {
+            max_gap,
+            count,
+            end,
+            ..
+        } = code[start]
+        else {
+            unreachable!("FrameEnd closes a FramesStart")
+        };
+        let level = self.threads[t.index()].cursor.frames.len() - 1;
+        let record = self.frame_misses_until(t, level, now);
+        self.jobs[record].finish = Some(now);
+        self.jobs[record].start.get_or_insert(now);
+        let job = self.jobs[record].job + 1;
+        let st = &mut self.threads[t.index()].cursor.frames[level];
+        st.frames += 1;
+        if count.is_some_and(|c| st.frames >= c) {
+            let th = &mut self.threads[t.index()];
+            th.cursor.frames.pop();
+            th.cursor.pc = end;
+        } else {
+            let next = self.frame_deadline(t, job, now, max_gap);
+            let th = &mut self.threads[t.index()];
+            th.cursor.frames[level].record = next;
+            th.cursor.pc = start + 1;
         }
     }
 
@@ -888,6 +1015,12 @@ impl World {
                     .max(horizon.saturating_since(since));
             }
         }
+        // Frame loops in progress: the deadlines missed since their last frame.
+        for t in 0..self.threads.len() {
+            for level in 0..self.threads[t].cursor.frames.len() {
+                self.frame_misses_until(ThreadId(t as u32), level, horizon);
+            }
+        }
         let misses: Vec<(Instant, ThreadId, u64)> = self
             .jobs
             .iter()
@@ -991,6 +1124,13 @@ impl Platform for World {
             if let Some(rec) = p.record {
                 self.jobs[rec].start.get_or_insert(now);
             }
+        }
+        if let Some(f) = th.cursor.frames.last() {
+            self.jobs[f.record].start.get_or_insert(now);
+        }
+        if let Some(rec) = th.wakeup_job.take() {
+            self.jobs[rec].start = Some(now);
+            self.jobs[rec].finish = Some(now);
         }
         if let Some(RandresState {
             phase: RandresPhase::Running { record, .. },

@@ -81,6 +81,7 @@ mod hierarchy_changes {
                     body: vec![Op::Run(Dist::Fixed(ms(1000)))],
                 }],
             },
+            needs: None,
         }
     }
 
@@ -268,6 +269,7 @@ mod workload_programs {
                     params: Params::new(),
                     arrival: t(arrival),
                     program: Program { ops },
+                    needs: None,
                 })
                 .collect(),
             script: vec![],

@@ -25,6 +25,8 @@ enum Fault {
     BreaksInvariants,
     /// Asks for a reschedule in every decision (livelock).
     Livelocks,
+    /// Reports broken invariants once it has been charged for a run.
+    BreaksWhenCharged,
 }
 
 #[derive(Default)]
@@ -32,6 +34,7 @@ struct Broken {
     fault: Fault,
     children: Vec<ChildId>,
     runnable: Vec<ChildId>,
+    charged: bool,
 }
 
 impl Scheduler for Broken {
@@ -73,6 +76,11 @@ impl Scheduler for Broken {
             Fault::NeverAnswers => Dispatch::Idle {
                 until: Instant::NEVER,
             },
+            // One child per VP, so that both CPUs run at once.
+            Fault::BreaksWhenCharged => self
+                .runnable
+                .get(vp.index())
+                .map_or(Dispatch::Release, |&c| Dispatch::run(c)),
             Fault::Livelocks => {
                 cx.reschedule(vp);
                 self.runnable
@@ -85,8 +93,12 @@ impl Scheduler for Broken {
                 .map_or(Dispatch::Release, |&c| Dispatch::run(c)),
         }
     }
+    fn charge(&mut self, _cx: &mut Cx, _child: ChildId, _ran: Duration) {
+        self.charged = true;
+    }
     fn check_invariants(&self) -> Result<(), String> {
         match self.fault {
+            Fault::BreaksWhenCharged if self.charged => Err("deliberately broken".into()),
             Fault::BreaksInvariants if !self.runnable.is_empty() => {
                 Err("deliberately broken".into())
             }
@@ -120,6 +132,11 @@ broken_policy!(NEVER_ANSWERS, "never-answers", Fault::NeverAnswers);
 broken_policy!(PANICS, "panics", Fault::Panics);
 broken_policy!(BAD_INVARIANTS, "bad-invariants", Fault::BreaksInvariants);
 broken_policy!(LIVELOCKS, "livelocks", Fault::Livelocks);
+broken_policy!(
+    BREAKS_WHEN_CHARGED,
+    "breaks-when-charged",
+    Fault::BreaksWhenCharged
+);
 
 /// fp root over the broken scheduler (high) and the default rr (low); three
 /// threads under the broken one, each with 30ms of work; one of them starts
@@ -131,6 +148,7 @@ fn scenario(policy: &str) -> Scenario {
         params: Params::new(),
         arrival: Instant::ZERO,
         program: Program { ops },
+        needs: None,
     };
     let work = || Op::Run(Dist::Fixed(Duration::from_millis(30)));
     Scenario {
@@ -259,4 +277,35 @@ fn breaking_its_invariants_is_ejected() {
 fn livelocking_is_ejected() {
     let r = run_broken(&LIVELOCKS);
     assert_ejected_and_nothing_lost(&r, "livelock");
+}
+
+/// A broken root running threads on both CPUs: ejecting it ends the run
+/// segment on the other CPU, which charges it and fails its checks again.
+/// The second ejection must not trip over the first (it once panicked the
+/// dispatcher), and the threads finish under a fresh default scheduler with
+/// their work counted once (a thread that moved CPUs in the same instant
+/// was once shown on both).
+#[test]
+fn a_root_that_fails_again_while_being_ejected_is_ejected_once() {
+    let mut scn = scenario(BREAKS_WHEN_CHARGED.name);
+    scn.schedulers.retain(|s| s.name == "broken");
+    scn.schedulers[0].parents.clear();
+    scn.default_scheduler = "broken".into();
+    scn.threads.retain(|t| t.name != "sleeper");
+    let opts = SimOptions {
+        check_invariants: true,
+        ..Default::default()
+    };
+    let r = run_with_policies(&scn, &opts, &[&BREAKS_WHEN_CHARGED]).expect("the scenario loads");
+    let ejections = r.log.iter().filter(|e| e.kind == LogKind::Eject).count();
+    assert_eq!(ejections, 1, "{:#?}", r.log);
+    for t in &r.threads {
+        assert_eq!(
+            t.cpu_time,
+            Duration::from_millis(30),
+            "{} did its work",
+            t.name
+        );
+        assert!(t.exit.is_some(), "{} finished", t.name);
+    }
 }

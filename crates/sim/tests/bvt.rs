@@ -54,6 +54,7 @@ fn thread(name: &str, parent: &str, params: Params, ops: Vec<Op>) -> ThreadSpec 
         params,
         arrival: Instant::ZERO,
         program: Program { ops },
+        needs: None,
     }
 }
 

@@ -47,6 +47,7 @@ fn thread(name: &str, parent: &str, ops: Vec<Op>) -> ThreadSpec {
         params: Params::new(),
         arrival: Instant::ZERO,
         program: Program { ops },
+        needs: None,
     }
 }
 

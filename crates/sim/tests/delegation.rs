@@ -97,6 +97,7 @@ fn a_declined_grant_goes_to_the_parent_which_decides_instead() {
                 body: vec![Op::Run(Dist::Fixed(Duration::from_secs(10)))],
             }],
         },
+        needs: None,
     };
     let link = |prio| {
         vec![ParentLink {

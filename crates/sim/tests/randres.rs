@@ -48,6 +48,7 @@ fn thread(name: &str, ops: Vec<Op>) -> ThreadSpec {
         params: Params::new(),
         arrival: Instant::ZERO,
         program: Program { ops },
+        needs: None,
     }
 }
 

@@ -61,6 +61,7 @@ fn thread(name: &str, activity: &str, ops: Vec<Op>) -> ThreadSpec {
         },
         arrival: Instant::ZERO,
         program: Program { ops },
+        needs: None,
     }
 }
 

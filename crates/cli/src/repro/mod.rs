@@ -92,7 +92,9 @@ pub struct Entry {
 
 mod bvt;
 mod hls;
+mod hls_guarantees;
 mod rialto;
+mod vassal;
 
 /// A scenario of `scenarios/papers/`: its path and its text, compiled in.
 macro_rules! scenario {
@@ -109,8 +111,10 @@ pub(crate) use scenario;
 pub fn entries() -> Vec<Entry> {
     let mut all = Vec::new();
     all.extend(hls::entries());
+    all.extend(hls_guarantees::entries());
     all.extend(bvt::entries());
     all.extend(rialto::entries());
+    all.extend(vassal::entries());
     all
 }
 

@@ -1,0 +1,400 @@
+//! Rules for the schedulers that promise CPU time ahead: `res` (HLS's CPU
+//! reservation scheduler), `dbs` (the BVT paper's deadline-based
+//! reservations), `rialto` (Rialto's reservations and time constraints) and
+//! `rtwake` (Vassal's sample real-time scheduler).
+//!
+//! **`res`** (HLS §5.1, "CPU Reservations"): `ALL -> RESBH+, RESU ->
+//! RESBH+`. Its own parameter `rate` (default 1) is the speed of the
+//! processor it schedules, below 1 when its parent gives it a uniformly
+//! slower processor: it accepts ALL, or RESU r with r at least its `rate`.
+//! A child attaching with `amount` and `period` gets RESBH amount, period in
+//! that processor's time, i.e. RESBH rate·amount, period of the CPU; one
+//! attaching with `rate` gets RESU (its rate times `res`'s); one attaching
+//! with neither gets the policy's default reservation, RESBH 1, 10. (A
+//! `reserve` message later replaces a child's reservation after the same
+//! admission test, at run time: not analysed.) Admission: the
+//! EDF utilisation test, Σ amount/period + Σ rate ≤ 1 (exact for EDF with
+//! deadlines at the period ends; on several CPUs global EDF meets whatever
+//! EDF meets on one). Reservations it cannot back — too many, or an input
+//! that is not ALL or a fast enough RESU — are errors.
+//!
+//! **`dbs`** (Duda & Cheriton §5): `any -> NULL+`. Its reservations `(s,
+//! t, d)` are asked by message and admitted at run time by an EDF demand
+//! test for a whole processor; they are one-off windows, not standing HLS
+//! guarantees, so every child's edge carries NULL. A `dbs` whose threads
+//! ask for reservations (a `reserve` message, or `randres` with `reserve`)
+//! promises them as soon as it admits them: it needs ALL, else an error.
+//!
+//! **`rialto`** (Jones et al.; Table 1's Rialto row): `ALL -> RESCS+`. A
+//! `reserve { amount, period }` message gives the sender's activity RESCS
+//! amount, period (the last one an activity sends counts); a thread alone in
+//! its activity gets it on its edge, threads sharing an activity share it
+//! (their edges carry NULL and say so). Reservations and time constraints
+//! are promises: they need ALL (this `rialto` has no rate parameter, so
+//! RESU is not used). Reservations summing past the CPU are a warning:
+//! Rialto refuses the ones that do not fit when they are asked.
+//!
+//! **`rtwake`** (Vassal §5): `ALL -> NULL+`. It promises exact wake-ups,
+//! which only a scheduler that holds the whole CPU can keep; shares, none.
+
+use super::notation::on_slower_processor;
+use super::{
+    duration_param, parse_rate, rate_text, share_sum, str_param, ChildKind, Eval, Label, Node,
+    Severity, Verdict,
+};
+use crate::guarantee::{Guarantee, Kind, Limit, Shape};
+use crate::ratio::Ratio;
+use crate::rewrite;
+use hsched_core::Duration;
+use std::collections::BTreeMap;
+
+/// What a `res` child attached with neither a reservation nor a rate gets:
+/// the policy's default reservation (1ms every 10ms).
+pub const RES_DEFAULT_AMOUNT: Duration = Duration::from_millis(1);
+/// See [`RES_DEFAULT_AMOUNT`].
+pub const RES_DEFAULT_PERIOD: Duration = Duration::from_millis(10);
+
+/// (policy, Table 1 row, rule).
+pub const RULES: &[(&str, &str, Eval)] = &[
+    ("res", "ALL -> RESBH+, RESU -> RESBH+", res),
+    ("dbs", "any -> NULL+", dbs),
+    ("rialto", "ALL -> RESCS+", rialto),
+    ("rtwake", "ALL -> NULL+", rtwake),
+];
+
+/// The speed of the processor `res` receives: 1 for ALL, r for RESU r.
+fn processor_rate(input: &Guarantee) -> Option<Ratio> {
+    match input {
+        Guarantee::All => Some(Ratio::ONE),
+        Guarantee::Resu(r) => Some(*r),
+        other => match rewrite::strongest(other, Kind::Resu)?.result {
+            Guarantee::Resu(r) => Some(r),
+            _ => None,
+        },
+    }
+}
+
+pub fn res(node: &Node<'_>) -> Verdict {
+    let mut v = Verdict::all_null(node);
+    let rate = match str_param(node.params, "rate").map(|s| parse_rate(s.unwrap_or("1"))) {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) | Err(e) => {
+            v.problems
+                .push(node.problem(Severity::Error, format!("{}: its `rate`: {e}", node.who())));
+            return v;
+        }
+    };
+    // What each child asks for, in res's own time: `amount` and `period`
+    // (0: not given), or `rate` (empty: not given), or neither: res's
+    // default reservation.
+    let mut asked: Vec<Option<Guarantee>> = Vec::with_capacity(node.children.len());
+    let mut defaulted: Vec<bool> = Vec::with_capacity(node.children.len());
+    for c in &node.children {
+        let zero = Some(Duration::ZERO);
+        let amount = duration_param(c.params, "amount", zero).map(Option::unwrap_or_default);
+        let period = duration_param(c.params, "period", zero).map(Option::unwrap_or_default);
+        let child_rate =
+            str_param(c.params, "rate").map(|r| r.map(str::trim).filter(|r| !r.is_empty()));
+        let mut default = false;
+        let g = match (amount, period, child_rate) {
+            (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
+            (Ok(a), Ok(p), Ok(Some(r))) => {
+                if a.is_zero() && p.is_zero() {
+                    parse_rate(r).map(Guarantee::Resu)
+                } else {
+                    Err("give either `amount` and `period` (a reservation) or `rate` (a uniformly slower processor), not both".to_string())
+                }
+            }
+            (Ok(a), Ok(p), Ok(None)) => {
+                let (a, p) = if a.is_zero() && p.is_zero() {
+                    default = true;
+                    (RES_DEFAULT_AMOUNT, RES_DEFAULT_PERIOD)
+                } else {
+                    (a, p)
+                };
+                if a.is_zero() {
+                    Err(format!(
+                        "a reservation needs an `amount` longer than zero (got {a} per {p})"
+                    ))
+                } else {
+                    Guarantee::reservation(Shape::Basic, Limit::Hard, a, p)
+                }
+            }
+        };
+        defaulted.push(default);
+        match g {
+            Ok(g) => asked.push(Some(g)),
+            Err(e) => {
+                v.problems.push(node.child_problem(
+                    c,
+                    Severity::Error,
+                    format!("{} under {}: {e}", c.describe(), node.who()),
+                ));
+                asked.push(None);
+            }
+        }
+    }
+    let promised: Vec<&str> = node
+        .children
+        .iter()
+        .zip(&asked)
+        .filter(|(_, a)| a.is_some())
+        .map(|(c, _)| c.name)
+        .collect();
+    let input = node.input();
+    let speed = processor_rate(&input);
+    let accepted = speed.is_some_and(|s| s >= rate);
+    if !accepted {
+        let severity = if promised.is_empty() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        let why = match speed {
+            Some(s) => format!(
+                "res runs as if on a processor of rate {} (its `rate`), but {}, a processor of rate {}",
+                rate_text(rate),
+                node.given(),
+                rate_text(s)
+            ),
+            None => format!("res needs ALL or RESU, but {}", node.given()),
+        };
+        let tail = if promised.is_empty() {
+            "; it has no reservations to keep".to_string()
+        } else {
+            format!(
+                ": the reservations of {} cannot be kept",
+                promised
+                    .iter()
+                    .map(|n| format!("`{n}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )
+        };
+        v.problems
+            .push(node.problem(severity, format!("{}: {why}{tail}", node.under())));
+        return v;
+    }
+    if let Guarantee::Resu(_) = input {
+    } else if input != Guarantee::All {
+        v.taken_as = rewrite::strongest(&input, Kind::Resu);
+    }
+    for (i, a) in asked.iter().enumerate() {
+        let Some(g) = *a else {
+            continue;
+        };
+        let mut why = Vec::new();
+        if defaulted[i] {
+            why.push("res's default reservation".to_string());
+        }
+        let g = if rate == Ratio::ONE {
+            g
+        } else {
+            why.push(format!("{g} on a processor of rate {}", rate_text(rate)));
+            on_slower_processor(g, rate)
+        };
+        v.labels[i] = match why.is_empty() {
+            true => Label::new(g),
+            false => Label::because(g, why.join("; ")),
+        };
+    }
+    match share_sum(asked.iter().flatten()) {
+        Some(sum) if sum <= Ratio::ONE => {}
+        sum => {
+            let list: Vec<String> = node
+                .children
+                .iter()
+                .zip(&asked)
+                .filter_map(|(c, a)| a.map(|g| format!("{g} (`{}`)", c.name)))
+                .collect();
+            let total = sum.map_or("more than can be counted".into(), |s| s.percent_string());
+            let of = if rate == Ratio::ONE {
+                "the CPU".to_string()
+            } else {
+                format!("its processor of rate {}", rate_text(rate))
+            };
+            v.problems.push(node.problem(
+                Severity::Error,
+                format!(
+                    "{}: its reservations sum to {total} of {of}, past 100% (EDF admission): {}",
+                    node.who(),
+                    list.join(" + ")
+                ),
+            ));
+        }
+    }
+    v
+}
+
+pub fn dbs(node: &Node<'_>) -> Verdict {
+    let mut v = Verdict::all_null(node);
+    let reservers: Vec<usize> = (0..node.children.len())
+        .filter(|&i| {
+            node.children[i]
+                .messages
+                .iter()
+                .any(|m| m.name == "reserve")
+        })
+        .collect();
+    if reservers.is_empty() {
+        return v;
+    }
+    for &i in &reservers {
+        v.labels[i] = Label::because(
+            Guarantee::Null,
+            "reservations (s, t, d) by message: admitted at run time, met while dbs holds ALL",
+        );
+    }
+    if node.input() != Guarantee::All {
+        let names: Vec<String> = reservers
+            .iter()
+            .map(|&i| format!("`{}`", node.children[i].name))
+            .collect();
+        v.problems.push(node.problem(
+            Severity::Error,
+            format!(
+                "{}: dbs admits reservations (s, t, d) by message (from {}) with an EDF test for a whole processor, so it needs ALL, but {}",
+                node.under(),
+                names.join(", "),
+                node.given()
+            ),
+        ));
+    }
+    v
+}
+
+pub fn rialto(node: &Node<'_>) -> Verdict {
+    let mut v = Verdict::all_null(node);
+    // Activity of each child, and the reservation each activity asks for
+    // (the last `reserve` counts, in thread order then program order).
+    let mut activities: Vec<String> = Vec::with_capacity(node.children.len());
+    let mut reserved: BTreeMap<String, Guarantee> = BTreeMap::new();
+    let mut members: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    let mut askers: Vec<&str> = Vec::new();
+    for (i, c) in node.children.iter().enumerate() {
+        let activity = match str_param(c.params, "activity") {
+            Ok(Some(a)) if !a.is_empty() => a.to_string(),
+            _ => format!("{} (its own)", c.name),
+        };
+        members.entry(activity.clone()).or_default().push(i);
+        let mut asks = false;
+        for m in &c.messages {
+            match m.name.as_str() {
+                "reserve" => {
+                    asks = true;
+                    let amount = duration_param(&m.args, "amount", None);
+                    let period = duration_param(&m.args, "period", None);
+                    match (amount, period) {
+                        (Ok(Some(a)), Ok(Some(p))) => {
+                            match Guarantee::reservation(Shape::Continuous, Limit::Soft, a, p) {
+                                Ok(g) => {
+                                    reserved.insert(activity.clone(), g);
+                                }
+                                Err(e) => v.problems.push(node.child_problem(
+                                    c,
+                                    Severity::Warning,
+                                    format!(
+                                        "{} asks {} for a reservation it will refuse: {e}",
+                                        c.describe(),
+                                        node.who()
+                                    ),
+                                )),
+                            }
+                        }
+                        _ => v.problems.push(node.child_problem(
+                            c,
+                            Severity::Warning,
+                            format!(
+                                "{} sends `reserve` to {} without `amount` and `period`: it will be refused",
+                                c.describe(),
+                                node.who()
+                            ),
+                        )),
+                    }
+                }
+                "begin_constraint" => asks = true,
+                _ => {}
+            }
+        }
+        if asks {
+            askers.push(c.name);
+        }
+        activities.push(activity);
+    }
+    if askers.is_empty() {
+        return v;
+    }
+    if node.input() != Guarantee::All {
+        let names: Vec<String> = askers.iter().map(|n| format!("`{n}`")).collect();
+        v.problems.push(node.problem(
+            Severity::Error,
+            format!(
+                "{}: rialto keeps reservations and time constraints (asked by {}) on a schedule of the whole processor, so it needs ALL, but {}",
+                node.under(),
+                names.join(", "),
+                node.given()
+            ),
+        ));
+        return v;
+    }
+    for (i, c) in node.children.iter().enumerate() {
+        if c.kind != ChildKind::Thread {
+            continue;
+        }
+        let act = &activities[i];
+        let Some(g) = reserved.get(act) else {
+            continue;
+        };
+        let others = members[act].len() - 1;
+        v.labels[i] = if others == 0 {
+            Label::because(*g, "reserved by message")
+        } else {
+            Label::because(
+                Guarantee::Null,
+                format!("shares activity `{act}`'s {g} with {others} other thread(s)"),
+            )
+        };
+    }
+    match share_sum(reserved.values()) {
+        Some(s) if s <= Ratio::ONE => {}
+        s => {
+            let list: Vec<String> = reserved
+                .iter()
+                .map(|(a, g)| format!("{g} (`{a}`)"))
+                .collect();
+            v.problems.push(node.problem(
+                Severity::Warning,
+                format!(
+                    "{}: the reservations its threads ask for sum to {} of the CPU: rialto will refuse the ones that do not fit when they are asked: {}",
+                    node.who(),
+                    s.map_or("more than can be counted".into(), |s| s.percent_string()),
+                    list.join(" + ")
+                ),
+            ));
+        }
+    }
+    v
+}
+
+pub fn rtwake(node: &Node<'_>) -> Verdict {
+    let mut v = Verdict::all_null(node);
+    for l in &mut v.labels {
+        l.why = Some("wake-ups at exact times while rtwake holds ALL".into());
+    }
+    if node.input() != Guarantee::All {
+        let severity = if node.children.is_empty() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        };
+        v.problems.push(node.problem(
+            severity,
+            format!(
+                "{}: rtwake promises wake-ups at exact times, which needs ALL, but {}",
+                node.under(),
+                node.given()
+            ),
+        ));
+    }
+    v
+}

@@ -1,0 +1,533 @@
+//! Every conversion rule of Table 1 (HLS §5.1), built in or from the
+//! literature, on small hierarchies: what each child's edge carries, and
+//! which problems are errors and which warnings.
+
+mod build_scenario;
+
+use build_scenario::*;
+use hsched_analysis::rules::{RuleBook, Severity};
+
+/// A root `fp` with the scheduler under test at the top priority (ALL).
+fn under_all(name: &str, policy: &str, own: &[(&str, hsched_core::Value)]) -> Build {
+    scenario(1).sched("root", "fp", &[], &[]).sched(
+        name,
+        policy,
+        own,
+        &[("root", &[("prio", int(10))])],
+    )
+}
+
+/// The scheduler under test under a round robin (NULL).
+fn under_null(name: &str, policy: &str, own: &[(&str, hsched_core::Value)]) -> Build {
+    scenario(1)
+        .sched("ts", "rr", &[], &[])
+        .sched(name, policy, own, &[("ts", &[])])
+}
+
+#[test]
+fn time_sharing_gives_null_whatever_it_receives() {
+    for policy in ["fifo", "rr", "ts"] {
+        for b in [under_all("x", policy, &[]), under_null("x", policy, &[])] {
+            let a = b.thread("t", "x", &[]).thread("u", "x", &[]).analyse();
+            assert_eq!(label(&a, "x", "t"), "NULL", "{policy}");
+            assert_eq!(label(&a, "x", "u"), "NULL", "{policy}");
+            assert!(a.problems.is_empty(), "{policy}: {:?}", a.problems);
+        }
+    }
+}
+
+#[test]
+fn fixed_priority_passes_its_guarantee_to_the_one_top_child() {
+    let a = scenario(1)
+        .sched("root", "fp", &[], &[])
+        .thread("high", "root", &[("prio", int(5))])
+        .thread("low", "root", &[("prio", int(3))])
+        .analyse();
+    assert_eq!(label(&a, "root", "high"), "ALL");
+    assert_eq!(label(&a, "root", "low"), "NULL");
+    assert_eq!(
+        edge(&a, "root", "low").why.as_deref(),
+        Some("priority 3, below `high` at 5")
+    );
+    assert!(a.problems.is_empty());
+
+    // Below a reservation, the top child gets the reservation.
+    let a = under_all("r", "res", &[])
+        .sched(
+            "f",
+            "fp",
+            &[],
+            &[("r", &[("amount", ms(10)), ("period", ms(20))])],
+        )
+        .thread("top", "f", &[("prio", int(2))])
+        .thread("next", "f", &[("prio", int(1))])
+        .analyse();
+    assert_eq!(label(&a, "r", "f"), "RESBH 10, 20");
+    assert_eq!(label(&a, "f", "top"), "RESBH 10, 20");
+    assert_eq!(label(&a, "f", "next"), "NULL");
+}
+
+#[test]
+fn fixed_priority_gives_null_to_children_sharing_the_top_priority() {
+    let a = scenario(1)
+        .sched("root", "fp", &[], &[])
+        .sched("r", "res", &[], &[("root", &[("prio", int(5))])])
+        .thread("t", "root", &[("prio", int(5))])
+        .thread("v", "r", &[("amount", ms(5)), ("period", ms(33))])
+        .analyse();
+    assert_eq!(label(&a, "root", "r"), "NULL");
+    assert_eq!(label(&a, "root", "t"), "NULL");
+    let e = only_error(&a);
+    assert!(
+        e.contains("`r` (res) under `root`")
+            && e.contains("res needs ALL or RESU")
+            && e.contains("priority 5, shared with `t`"),
+        "{e}"
+    );
+}
+
+#[test]
+fn fixed_priority_on_several_cpus_gives_all_to_the_vps_that_never_wait() {
+    let a = scenario(2)
+        .sched("root", "fp", &[], &[])
+        .thread("a", "root", &[("prio", int(3))])
+        .thread("b", "root", &[("prio", int(2))])
+        .thread("c", "root", &[("prio", int(1))])
+        .analyse();
+    assert_eq!(a.edge(None, "root").unwrap().vps, 2);
+    assert_eq!(label(&a, "root", "a"), "ALL");
+    assert_eq!(label(&a, "root", "b"), "ALL");
+    assert_eq!(label(&a, "root", "c"), "NULL");
+    assert!(a.notes.iter().any(|n| n.contains("2 CPUs")));
+}
+
+#[test]
+fn a_join_passes_on_the_best_parent_guarantee_made_soft() {
+    let a = scenario(1)
+        .sched("fp", "fp", &[], &[])
+        .sched("res", "res", &[], &[("fp", &[("prio", int(10))])])
+        .sched(
+            "j",
+            "join",
+            &[],
+            &[
+                ("res", &[("amount", ms(40)), ("period", ms(80))]),
+                ("fp", &[("prio", int(0))]),
+            ],
+        )
+        .thread("t", "j", &[])
+        .analyse();
+    assert_eq!(label(&a, "res", "j"), "RESBH 40, 80");
+    assert_eq!(label(&a, "fp", "j"), "NULL");
+    assert_eq!(label(&a, "j", "t"), "RESBS 40, 80");
+    let why = edge(&a, "j", "t").why.clone().unwrap();
+    assert!(
+        why.contains("made soft") && why.contains("NULL from `fp`"),
+        "{why}"
+    );
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+}
+
+#[test]
+fn a_limit_turns_a_soft_reservation_or_all_into_a_hard_one() {
+    let a = under_all("cap", "limit", &[("budget", ms(5)), ("period", ms(33))])
+        .thread("t", "cap", &[])
+        .analyse();
+    assert_eq!(label(&a, "cap", "t"), "RESBH 5, 33");
+    let taken = a.nodes.iter().find(|n| n.name == "cap").unwrap();
+    assert_eq!(
+        taken.taken_as.as_ref().unwrap().result.to_string(),
+        "RESBS 5, 33"
+    );
+    assert!(a.problems.is_empty());
+
+    // From a join's soft reservation of the same period.
+    let a = scenario(1)
+        .sched("fp", "fp", &[], &[])
+        .sched("res", "res", &[], &[("fp", &[("prio", int(10))])])
+        .sched("ts", "rr", &[], &[("fp", &[("prio", int(0))])])
+        .sched(
+            "j",
+            "join",
+            &[],
+            &[
+                ("res", &[("amount", ms(40)), ("period", ms(80))]),
+                ("ts", &[]),
+            ],
+        )
+        .sched(
+            "cap",
+            "limit",
+            &[("budget", ms(40)), ("period", ms(80))],
+            &[("j", &[])],
+        )
+        .thread("t", "cap", &[])
+        .analyse();
+    assert_eq!(label(&a, "j", "cap"), "RESBS 40, 80");
+    assert_eq!(label(&a, "cap", "t"), "RESBH 40, 80");
+    assert!(edge(&a, "cap", "t")
+        .why
+        .as_deref()
+        .unwrap()
+        .contains("in line"));
+    assert!(a.composes());
+}
+
+#[test]
+fn a_limit_without_a_reservation_to_cap_is_an_error() {
+    let a = under_null("cap", "limit", &[("budget", ms(5)), ("period", ms(33))])
+        .thread("t", "cap", &[])
+        .analyse();
+    assert_eq!(label(&a, "cap", "t"), "NULL");
+    let e = only_error(&a);
+    assert!(
+        e.starts_with("`cap` (limit) under `ts`: limit needs RESBS 5, 33")
+            && e.contains("`ts` (rr) gives it NULL"),
+        "{e}"
+    );
+}
+
+#[test]
+fn sfq_passes_a_bounded_error_share_by_the_rule_of_5_1() {
+    // Under ALL (PSBE 1, 0): weights 1 and 3, T = 2, q = 10ms:
+    // 1/4·2·10 + 10 = 15 and 3/4·2·10 + 10 = 25.
+    let a = under_all("ps", "sfq", &[("quantum", ms(10))])
+        .thread("a", "ps", &[("weight", int(1))])
+        .thread("b", "ps", &[("weight", int(3))])
+        .analyse();
+    assert_eq!(label(&a, "ps", "a"), "PSBE 0.25, 15");
+    assert_eq!(label(&a, "ps", "b"), "PSBE 0.75, 25");
+    assert!(a.problems.is_empty());
+
+    // A platform tick lengthens the longest segment: q = 11ms.
+    let mut b = under_all("ps", "sfq", &[("quantum", ms(10))])
+        .thread("a", "ps", &[("weight", int(1))])
+        .thread("b", "ps", &[("weight", int(3))]);
+    b.scn.machine.tick = Some(hsched_core::Duration::from_millis(1));
+    let a = b.analyse();
+    assert_eq!(label(&a, "ps", "a"), "PSBE 0.25, 16.5");
+}
+
+#[test]
+fn sfq_with_a_warp_claims_shares_only() {
+    let a = under_all("ps", "sfq", &[])
+        .thread("a", "ps", &[("weight", int(1)), ("warp", ms(5))])
+        .thread("b", "ps", &[("weight", int(1))])
+        .analyse();
+    assert_eq!(label(&a, "ps", "a"), "PS 0.5");
+    assert_eq!(label(&a, "ps", "b"), "PS 0.5");
+    let w = messages(&a, Severity::Warning);
+    assert!(w.len() == 1 && w[0].contains("`a` has a warp"), "{w:?}");
+    assert!(a.composes());
+}
+
+#[test]
+fn proportional_share_under_null_or_on_several_cpus_warns_and_gives_null() {
+    for policy in ["sfq", "bvt"] {
+        let a = under_null("ps", policy, &[])
+            .thread("t", "ps", &[])
+            .analyse();
+        assert_eq!(label(&a, "ps", "t"), "NULL");
+        let w = messages(&a, Severity::Warning);
+        assert!(
+            w.len() == 1 && w[0].contains("receiving NULL gives NULL"),
+            "{policy}: {w:?}"
+        );
+        assert!(a.composes(), "a warning only");
+
+        let a = scenario(2)
+            .sched("ps", policy, &[], &[])
+            .thread("t", "ps", &[])
+            .analyse();
+        assert_eq!(label(&a, "ps", "t"), "NULL");
+        let w = messages(&a, Severity::Warning);
+        assert!(w[0].contains("several CPUs"), "{policy}: {w:?}");
+    }
+}
+
+#[test]
+fn bvt_gives_shares_by_the_inverse_of_the_mcu_advance() {
+    let a = under_all("b", "bvt", &[])
+        .thread("x", "b", &[("advance", int(1))])
+        .thread("y", "b", &[("advance", int(2))])
+        .analyse();
+    // Weights 1 and 1/2: shares 2/3 and 1/3.
+    assert_eq!(label(&a, "b", "x"), "PS 0.6666");
+    assert_eq!(label(&a, "b", "y"), "PS 0.3333");
+    let share = edge(&a, "b", "y").guarantee.share().unwrap();
+    assert_eq!((share.num(), share.den()), (1, 3));
+}
+
+#[test]
+fn res_gives_basic_hard_reservations_and_admits_up_to_the_whole_cpu() {
+    let a = under_all("r", "res", &[])
+        .thread("v", "r", &[("amount", ms(5)), ("period", ms(33))])
+        .thread("d", "r", &[])
+        .thread("u", "r", &[("rate", text("0.25"))])
+        .analyse();
+    assert_eq!(label(&a, "r", "v"), "RESBH 5, 33");
+    assert_eq!(
+        label(&a, "r", "d"),
+        "RESBH 1, 10",
+        "the default reservation"
+    );
+    assert_eq!(label(&a, "r", "u"), "RESU 0.25");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    let a = under_all("r", "res", &[])
+        .thread("a", "r", &[("amount", ms(60)), ("period", ms(100))])
+        .thread("b", "r", &[("amount", ms(50)), ("period", ms(100))])
+        .analyse();
+    let e = only_error(&a);
+    assert!(
+        e.contains("`r` (res): its reservations sum to 110% of the CPU")
+            && e.contains("RESBH 60, 100 (`a`)")
+            && e.contains("RESBH 50, 100 (`b`)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn res_on_a_slower_processor_scales_its_reservations() {
+    // A `res` at rate 0.5 under a RESU 0.5: RESBH 10, 20 in its time is a
+    // quarter of the CPU (§5.1).
+    let a = under_all("outer", "res", &[])
+        .sched(
+            "inner",
+            "res",
+            &[("rate", text("0.5"))],
+            &[("outer", &[("rate", text("0.5"))])],
+        )
+        .thread("t", "inner", &[("amount", ms(10)), ("period", ms(20))])
+        .analyse();
+    assert_eq!(label(&a, "outer", "inner"), "RESU 0.5");
+    assert_eq!(label(&a, "inner", "t"), "RESBH 5, 20");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    // Claiming a faster processor than it is given is an error.
+    let a = under_all("outer", "res", &[])
+        .sched(
+            "inner",
+            "res",
+            &[("rate", text("0.8"))],
+            &[("outer", &[("rate", text("0.5"))])],
+        )
+        .thread("t", "inner", &[("amount", ms(10)), ("period", ms(20))])
+        .analyse();
+    let e = only_error(&a);
+    assert!(e.contains("rate 0.8") && e.contains("rate 0.5"), "{e}");
+}
+
+#[test]
+fn res_under_time_sharing_is_an_error_naming_the_edge() {
+    let a = under_null("res", "res", &[])
+        .thread("v", "res", &[("amount", ms(5)), ("period", ms(33))])
+        .analyse();
+    let e = only_error(&a);
+    assert!(
+        e.starts_with("`res` under `ts`: res needs ALL or RESU, but `ts` (rr) gives it NULL"),
+        "{e}"
+    );
+    let p = a.errors().next().unwrap();
+    assert_eq!(p.edge, Some((Some("ts".into()), "res".into())));
+}
+
+#[test]
+fn res_child_parameters_are_checked() {
+    let a = under_all("r", "res", &[])
+        .thread(
+            "both",
+            "r",
+            &[("amount", ms(1)), ("period", ms(2)), ("rate", text("0.1"))],
+        )
+        .thread("over", "r", &[("amount", ms(3)), ("period", ms(2))])
+        .analyse();
+    let e = messages(&a, Severity::Error);
+    assert!(e[0].contains("not both"), "{e:?}");
+    assert!(e[1].contains("exceeds its period"), "{e:?}");
+}
+
+#[test]
+fn dbs_needs_all_for_the_reservations_its_threads_ask_for() {
+    let reserving = || vec![msg("reserve", &[("amount", ms(5)), ("deadline", ms(50))])];
+    let a = under_all("d", "dbs", &[])
+        .thread_with("r", "d", &[], None, reserving())
+        .thread("c", "d", &[])
+        .analyse();
+    assert_eq!(label(&a, "d", "r"), "NULL");
+    assert!(edge(&a, "d", "r")
+        .why
+        .as_deref()
+        .unwrap()
+        .contains("met while dbs holds ALL"));
+    assert!(a.problems.is_empty());
+
+    let a = under_null("d", "dbs", &[])
+        .thread_with("r", "d", &[], None, reserving())
+        .analyse();
+    let e = only_error(&a);
+    assert!(
+        e.contains("dbs admits reservations") && e.contains("`r`"),
+        "{e}"
+    );
+
+    // Without reservations, a dbs under NULL promises nothing.
+    let a = under_null("d", "dbs", &[]).thread("c", "d", &[]).analyse();
+    assert!(a.problems.is_empty());
+}
+
+#[test]
+fn rialto_gives_continuous_reservations_to_activities() {
+    let reserve = |a, p| vec![msg("reserve", &[("amount", ms(a)), ("period", ms(p))])];
+    let a = scenario(1)
+        .sched("r", "rialto", &[], &[])
+        .thread_with(
+            "decode",
+            "r",
+            &[("activity", text("media"))],
+            None,
+            reserve(8, 20),
+        )
+        .thread("render", "r", &[("activity", text("media"))])
+        .thread_with("audio", "r", &[], None, reserve(1, 5))
+        .thread("make", "r", &[])
+        .analyse();
+    assert_eq!(label(&a, "r", "audio"), "RESCS 1, 5");
+    assert_eq!(label(&a, "r", "decode"), "NULL");
+    assert!(edge(&a, "r", "render")
+        .why
+        .as_deref()
+        .unwrap()
+        .contains("shares activity `media`'s RESCS 8, 20"));
+    assert_eq!(label(&a, "r", "make"), "NULL");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    let a = under_null("r", "rialto", &[])
+        .thread_with("audio", "r", &[], None, reserve(1, 5))
+        .analyse();
+    assert!(only_error(&a).contains("rialto keeps reservations"));
+
+    let a = scenario(1)
+        .sched("r", "rialto", &[], &[])
+        .thread_with("a", "r", &[], None, reserve(15, 20))
+        .thread_with("b", "r", &[], None, reserve(10, 20))
+        .analyse();
+    let w = messages(&a, Severity::Warning);
+    assert!(w[0].contains("125%") && w[0].contains("refuse"), "{w:?}");
+    assert!(a.composes(), "refused at run time, not broken");
+}
+
+#[test]
+fn rtwake_needs_all_for_exact_wakeups() {
+    let a = under_all("w", "rtwake", &[])
+        .thread("t", "w", &[])
+        .analyse();
+    assert!(a.problems.is_empty());
+    assert_eq!(label(&a, "w", "t"), "NULL");
+    let a = under_null("w", "rtwake", &[])
+        .thread("t", "w", &[])
+        .analyse();
+    assert!(only_error(&a).contains("rtwake promises wake-ups at exact times"));
+    let a = under_null("w", "rtwake", &[]).analyse();
+    assert!(a.composes() && !a.problems.is_empty(), "a warning only");
+
+    // Over the default scheduler (Vassal): two parents, the best counts.
+    let a = scenario(1)
+        .sched("root", "fp", &[], &[])
+        .sched("default", "rr", &[], &[("root", &[("prio", int(0))])])
+        .sched(
+            "w",
+            "rtwake",
+            &[],
+            &[("root", &[("prio", int(1))]), ("default", &[])],
+        )
+        .thread("t", "w", &[])
+        .analyse();
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+}
+
+#[test]
+fn literature_schedulers_check_their_childrens_promises_against_the_row() {
+    let a = under_all("c", "cbs", &[])
+        .thread("v", "c", &[("guarantee", text("RESBH 5, 33"))])
+        .thread("w", "c", &[("guarantee", text("RESBH 40, 80"))])
+        .thread("x", "c", &[])
+        .analyse();
+    assert_eq!(label(&a, "c", "v"), "RESBH 5, 33");
+    assert_eq!(label(&a, "c", "w"), "RESBH 40, 80");
+    assert_eq!(label(&a, "c", "x"), "NULL");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+    assert!(a.nodes.iter().find(|n| n.name == "c").unwrap().literature);
+
+    // A kind the row does not provide; shares past the CPU.
+    let a = under_all("c", "cbs", &[])
+        .thread("p", "c", &[("guarantee", text("PSBE 0.1, 5"))])
+        .analyse();
+    assert!(only_error(&a).contains("cbs provides RESBH+ from ALL"));
+    let a = under_all("c", "cbs", &[])
+        .thread("a", "c", &[("guarantee", text("RESBH 60, 100"))])
+        .thread("b", "c", &[("guarantee", text("RESBH 50, 100"))])
+        .analyse();
+    assert!(only_error(&a).contains("110%"));
+
+    // Under NULL: an error with promises, a warning without.
+    let a = under_null("c", "cbs", &[])
+        .thread("v", "c", &[("guarantee", text("RESBH 5, 33"))])
+        .analyse();
+    assert!(only_error(&a).contains("cbs needs ALL or RESU"));
+    let a = under_null("c", "cbs", &[]).thread("v", "c", &[]).analyse();
+    assert!(a.composes());
+}
+
+#[test]
+fn literature_schedulers_on_a_slower_processor_promise_in_its_time() {
+    // BSS-I gives a RESU 0.5 to a CBS; CBS's RESBH 10, 20 is then 25%.
+    let a = under_all("b", "bss-i", &[])
+        .sched(
+            "c",
+            "cbs",
+            &[],
+            &[("b", &[("guarantee", text("RESU 0.5"))])],
+        )
+        .thread("t", "c", &[("guarantee", text("RESBH 10, 20"))])
+        .thread("u", "c", &[("guarantee", text("RESBH 10, 20"))])
+        .analyse();
+    assert_eq!(label(&a, "b", "c"), "RESU 0.5");
+    assert_eq!(label(&a, "c", "t"), "RESBH 5, 20");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    // Lottery takes ALL as PS 1 and hands out shares.
+    let a = under_all("l", "lottery", &[])
+        .thread("t", "l", &[("guarantee", text("PS 0.3"))])
+        .analyse();
+    assert_eq!(label(&a, "l", "t"), "PS 0.3");
+    assert!(a
+        .nodes
+        .iter()
+        .find(|n| n.name == "l")
+        .unwrap()
+        .taken_as
+        .is_some());
+
+    // Time sharing from the literature gives NULL and needs nothing.
+    let a = under_null("w", "win-2000", &[])
+        .thread("t", "w", &[])
+        .analyse();
+    assert!(a.problems.is_empty());
+}
+
+#[test]
+fn a_row_added_at_run_time_is_used_for_its_policy() {
+    let mut book = RuleBook::standard();
+    book.add_row("edf-plugin", "ALL -> RESBH+").unwrap();
+    let b =
+        under_all("p", "edf-plugin", &[]).thread("t", "p", &[("guarantee", text("RESBH 2, 10"))]);
+    let a = b.analyse_with(&book);
+    assert_eq!(label(&a, "p", "t"), "RESBH 2, 10");
+    assert!(a.problems.is_empty());
+
+    // Without the row: a warning, and NULL.
+    let a = b.analyse();
+    assert_eq!(label(&a, "p", "t"), "NULL");
+    assert!(messages(&a, Severity::Warning)[0].contains("no guarantee rule is known"));
+}

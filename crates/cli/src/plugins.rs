@@ -1,0 +1,145 @@
+//! Policy plugins on the command line: `--plugin PATH` (on `sim`, `check`
+//! and `policies`) and a scenario's top-level `plugins = [...]` key, whose
+//! paths are relative to the scenario file. Their policies join the
+//! built-in ones by name for the parser and the simulator
+//! (`docs/plugins.md`).
+//!
+//! Every failure is bad input (exit code 2) and names the library: no such
+//! file, not a library, not an hsched plugin, built for another plugin ABI
+//! (both versions), or a policy name that is built in or given twice.
+
+use crate::CliError;
+use hsched_core::PolicyInfo;
+use hsched_model::Scenario;
+use hsched_plugin_host::Plugin;
+use std::path::{Path, PathBuf};
+
+/// The plugins of one command. Dropping it lets each library close once
+/// no instance made from it is left.
+#[derive(Debug, Default)]
+pub struct Plugins {
+    loaded: Vec<Plugin>,
+}
+
+impl Plugins {
+    /// Loads each library in order; `origin` prefixes errors (e.g. the
+    /// scenario key that named it).
+    fn add(&mut self, path: &Path, origin: &str) -> Result<(), CliError> {
+        let plugin = Plugin::load(path).map_err(|e| CliError::Input(format!("{origin}{e}")))?;
+        for p in plugin.policies() {
+            let name = p.info.name;
+            if hsched_policies::find(name).is_some() {
+                return Err(CliError::Input(format!(
+                    "{origin}plugin `{}`: policy `{name}` is built in; a plugin cannot \
+                     replace it (rename the plugin's policy)",
+                    plugin.label()
+                )));
+            }
+            let clash = self.policies().find(|(_, q)| q.name == name);
+            if let Some((other, q)) = clash {
+                if !std::ptr::eq(q, p.info) {
+                    return Err(CliError::Input(format!(
+                        "{origin}plugin `{}`: policy `{name}` is also in plugin `{other}`",
+                        plugin.label()
+                    )));
+                }
+            }
+        }
+        self.loaded.push(plugin);
+        Ok(())
+    }
+
+    /// Every plugin policy once, with the label of its library.
+    pub fn policies(&self) -> impl Iterator<Item = (&str, &'static PolicyInfo)> {
+        let mut seen: Vec<*const PolicyInfo> = Vec::new();
+        self.loaded
+            .iter()
+            .flat_map(|pl| pl.policies().iter().map(move |p| (pl, p)))
+            .filter_map(move |(pl, p)| {
+                let ptr = p.info as *const PolicyInfo;
+                if seen.contains(&ptr) {
+                    return None;
+                }
+                seen.push(ptr);
+                Some((pl.label(), p.info))
+            })
+    }
+
+    /// The HLS Table 1 rule a plugin declares for `policy`, if any.
+    pub fn hls_rule(&self, policy: &str) -> Option<&str> {
+        self.loaded
+            .iter()
+            .flat_map(|pl| pl.policies())
+            .find(|p| p.info.name == policy)
+            .and_then(|p| p.hls_rule.as_deref())
+    }
+
+    /// The standard guarantee rules plus each plugin policy's declared row
+    /// of HLS Table 1 (a plugin policy without one gets NULL guarantees for
+    /// its children, with a warning).
+    pub fn rule_book(&self) -> Result<hsched_analysis::rules::RuleBook, CliError> {
+        let mut book = crate::rule_book();
+        let mut added: Vec<*const PolicyInfo> = Vec::new();
+        for pl in &self.loaded {
+            for p in pl.policies() {
+                let Some(rule) = &p.hls_rule else { continue };
+                if added.contains(&(p.info as *const PolicyInfo)) {
+                    continue; // the same policy through another handle
+                }
+                added.push(p.info);
+                book.add_row(p.info.name, rule).map_err(|e| {
+                    CliError::Input(format!(
+                        "plugin `{}`: its HLS rule for `{}`: {e}",
+                        pl.label(),
+                        p.info.name
+                    ))
+                })?;
+            }
+        }
+        Ok(book)
+    }
+
+    /// The plugin policies, for `hsched_sim::run_with_policies`.
+    pub fn infos(&self) -> Vec<&'static PolicyInfo> {
+        self.policies().map(|(_, i)| i).collect()
+    }
+
+    /// The built-in registry followed by the plugin policies, for the parser.
+    pub fn registry(&self) -> Vec<PolicyInfo> {
+        hsched_policies::registry()
+            .iter()
+            .copied()
+            .chain(self.policies().map(|(_, i)| *i))
+            .collect()
+    }
+}
+
+/// Loads the libraries given with `--plugin`.
+pub fn load(paths: &[PathBuf]) -> Result<Plugins, CliError> {
+    let mut plugins = Plugins::default();
+    for p in paths {
+        plugins.add(p, "")?;
+    }
+    Ok(plugins)
+}
+
+/// Reads a scenario, loads the plugins given with `--plugin` and those its
+/// `plugins` key names, and parses it with their policies available.
+pub fn load_scenario(path: &Path, cli: &[PathBuf]) -> Result<(Scenario, Plugins), CliError> {
+    let file = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| CliError::Input(format!("{file}: cannot read the scenario: {e}")))?;
+    let declared = hsched_scenario::plugins(&text, &file).map_err(render)?;
+    let mut plugins = load(cli)?;
+    let base = path.parent().unwrap_or(Path::new(""));
+    for (i, p) in declared.iter().enumerate() {
+        plugins.add(&base.join(p), &format!("{file}: plugins[{i}]: "))?;
+    }
+    let scn =
+        hsched_scenario::parse_with_registry(&text, &file, &plugins.registry()).map_err(render)?;
+    Ok((scn, plugins))
+}
+
+fn render(e: hsched_scenario::ScenarioError) -> CliError {
+    CliError::Input(format!("{:?}", miette::Report::new(e)))
+}

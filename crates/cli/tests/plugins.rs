@@ -1,0 +1,174 @@
+//! Plugins on the command line: `--plugin` on `sim`, `check` and
+//! `policies`, a scenario's `plugins` key (relative to the file), the
+//! shipped example scenario `plugins/example-edf/edf.toml`, and exit code 2
+//! naming the library for every way loading can fail.
+
+use hsched_plugin_host::cargo;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn hsched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("hsched runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn target() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugins")
+}
+
+/// The example plugin and the test plugins, built once for this binary.
+fn lib(name: &str) -> String {
+    static LIBS: OnceLock<Vec<PathBuf>> = OnceLock::new();
+    let libs = LIBS.get_or_init(|| {
+        let mut all = Vec::new();
+        for dir in ["plugins/example-edf", "plugins/tests"] {
+            all.extend(
+                cargo::build(&repo().join(dir), &target()).unwrap_or_else(|e| panic!("{e}")),
+            );
+        }
+        all
+    });
+    cargo::find(libs, name)
+        .unwrap_or_else(|| panic!("no {name} among {libs:?}"))
+        .display()
+        .to_string()
+}
+
+/// `plugins/example-edf/edf.toml` with its `plugins` key pointing at
+/// `plugin_path`, written as `file_name` next to the built libraries.
+fn example_scenario(file_name: &str, plugin_path: &str) -> PathBuf {
+    let shipped = std::fs::read_to_string(repo().join("plugins/example-edf/edf.toml")).unwrap();
+    let key = "plugins = [\"target/debug/libexample_edf.so\"]";
+    assert!(
+        shipped.contains(key),
+        "the shipped scenario names its plugin"
+    );
+    let text = shipped.replace(key, &format!("plugins = [{plugin_path:?}]"));
+    let dir = Path::new(&lib("example-edf"))
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let path = dir.join(file_name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn policies_lists_a_plugins_policies() {
+    let edf = lib("example-edf");
+    let out = hsched(&["policies", "--plugin", &edf]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    for needle in [
+        "fifo —",
+        "edf — earliest deadline first",
+        &format!("from plugin {edf}"),
+        "HLS rule (Table 1): ALL -> NULL+",
+        "deadline",
+    ] {
+        assert!(s.contains(needle), "`{needle}` in:\n{s}");
+    }
+    let one = hsched(&["policies", "edf", "--plugin", &edf]);
+    assert!(one.status.success(), "{}", text(&one.stderr));
+    assert!(text(&one.stdout).starts_with("edf — "));
+    let without = hsched(&["policies", "edf"]);
+    assert_eq!(without.status.code(), Some(2));
+}
+
+#[test]
+fn the_shipped_example_scenario_runs_with_its_plugins_key() {
+    // Relative to the scenario file, as the shipped one is.
+    let name = Path::new(&lib("example-edf"))
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let scn = example_scenario("edf-relative.toml", &name);
+    let scn = scn.display().to_string();
+    let out = hsched(&["sim", &scn]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    for needle in [
+        "rt (gone)  edf",
+        "thread `video` moved to `rt`",
+        "thread `audio` returned to the default scheduler",
+        "unloaded `rt`",
+    ] {
+        assert!(s.contains(needle), "`{needle}` in:\n{s}");
+    }
+    let check = hsched(&["check", &scn]);
+    assert!(check.status.success(), "{}", text(&check.stderr));
+}
+
+#[test]
+fn sim_and_check_take_plugin_flags() {
+    let edf = lib("example-edf");
+    let scn = example_scenario("edf-flag.toml", &edf);
+    let scn = scn.display().to_string();
+    // Loading it twice (flag and key) is the same library: no clash.
+    let out = hsched(&["sim", &scn, "--plugin", &edf, "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stdout).contains("\"edf\""));
+    // The same run twice: byte for byte.
+    let again = hsched(&["sim", &scn, "--plugin", &edf, "--json"]);
+    let strip = |o: &Output| {
+        text(&o.stdout)
+            .lines()
+            .filter(|l| !l.contains("wall"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    assert_eq!(strip(&out), strip(&again));
+}
+
+/// Every way a plugin can fail to load: exit code 2, the path named.
+#[test]
+fn a_plugin_that_cannot_be_loaded_is_bad_input_naming_it() {
+    let desktop = "scenarios/examples/desktop.toml";
+    let future = lib("future-abi");
+    let not_plugin = lib("not-a-plugin");
+    let v = hsched_plugin::ABI_VERSION;
+    let future_msg = format!("ABI version {}", v + 1);
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        ("no/such/libplugin.so".into(), vec!["cannot open it"]),
+        (desktop.into(), vec!["cannot load it"]),
+        (not_plugin.clone(), vec!["not an hsched plugin"]),
+        (future.clone(), vec![&future_msg, "this hsched loads"]),
+    ];
+    for (path, needles) in &cases {
+        for cmd in ["sim", "check"] {
+            let out = hsched(&[cmd, desktop, "--plugin", path]);
+            assert_eq!(out.status.code(), Some(2), "{cmd} --plugin {path}");
+            let err = text(&out.stderr);
+            assert!(err.contains(path.as_str()), "{path} in: {err}");
+            for n in needles {
+                assert!(err.contains(n), "`{n}` in: {err}");
+            }
+        }
+        let out = hsched(&["policies", "--plugin", path]);
+        assert_eq!(out.status.code(), Some(2));
+    }
+}
+
+#[test]
+fn a_scenario_naming_a_missing_plugin_is_bad_input_naming_key_and_path() {
+    let scn = example_scenario("edf-missing.toml", "libno_such_plugin.so");
+    let out = hsched(&["sim", &scn.display().to_string()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
+    for needle in ["edf-missing.toml", "plugins[0]", "libno_such_plugin.so"] {
+        assert!(err.contains(needle), "`{needle}` in: {err}");
+    }
+}
