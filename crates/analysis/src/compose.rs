@@ -514,6 +514,17 @@ pub fn bench_hierarchy(nodes: usize) -> Scenario {
             });
         }
     }
+    // Time-sharing threads make up the count exactly.
+    for k in (schedulers.len() + threads.len())..nodes {
+        threads.push(ThreadSpec {
+            name: format!("b{k}"),
+            parent: "ts".to_string(),
+            params: Params::new(),
+            arrival: Instant::ZERO,
+            program: Program::default(),
+            needs: None,
+        });
+    }
     Scenario {
         name: format!("bench-{nodes}"),
         description: "generated: fp over res and rr, joins, sfq, weighted threads".into(),

@@ -219,20 +219,7 @@ fn assert_ejected_and_nothing_lost(r: &RunResult, why: &[&str]) {
     for w in why {
         assert!(text.contains(w), "`{w}` in {text}");
     }
-    for t in &r.threads {
-        assert_eq!(
-            t.cpu_time,
-            Duration::from_millis(60),
-            "thread {} did all its work",
-            t.name
-        );
-        assert!(t.exit.is_some(), "thread {} finished", t.name);
-        assert_eq!(
-            t.scheduler, "ts",
-            "thread {} ended under the default",
-            t.name
-        );
-    }
+    hsched_sim::conformance::assert_all_work_done_under(r, Duration::from_millis(60), "ts");
     assert!(!r.nodes.iter().find(|n| n.name == "broken").unwrap().alive);
 }
 

@@ -115,20 +115,7 @@ fn unloading_mid_run_loses_nothing_and_closes_the_library() {
         .filter(|e| e.kind == LogKind::Moved && e.text.contains("returned to the default"))
         .count();
     assert_eq!(returned, 3, "{:#?}", r.log);
-    for t in &r.threads {
-        assert_eq!(
-            t.cpu_time,
-            Duration::from_millis(200),
-            "thread {} did all its work",
-            t.name
-        );
-        assert!(t.exit.is_some(), "thread {} finished", t.name);
-        assert_eq!(
-            t.scheduler, "ts",
-            "thread {} ended under the default",
-            t.name
-        );
-    }
+    hsched_sim::conformance::assert_all_work_done_under(&r, Duration::from_millis(200), "ts");
     let node = |name: &str| r.nodes.iter().find(|n| n.name == name).unwrap();
     assert!(!node("rt").alive);
     assert!(node("rt2").alive, "a new instance after the unload");

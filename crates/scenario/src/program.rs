@@ -200,26 +200,9 @@ fn periodic(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
         Some(n) => Some(n.count(&t.key_path("jobs"))?),
         None => None,
     };
-    let body = match (t.get("body"), t.get("run")) {
-        (Some(b), None) => ops(b, &t.key_path("body"), refs)?,
-        // `run` is shorthand for the classic periodic task: one job = one
-        // burst of CPU time.
-        (None, Some(r)) => vec![Op::Run(dist(r, &t.key_path("run"))?)],
-        (Some(_), Some(r)) => {
-            return Err(Fail::new(
-                &r.span,
-                &t.key_path("run"),
-                "give either `body` or `run` (shorthand for body = [ { run = ... } ]), not both",
-            ))
-        }
-        (None, None) => {
-            return Err(Fail::new(
-                t.span,
-                p,
-                "missing key `body` (what each job does, e.g. [ { run = \"2ms\" } ]) or `run` (its CPU time)",
-            ))
-        }
-    };
+    // `run` is shorthand for the classic periodic task: one job = one burst
+    // of CPU time.
+    let body = body_or_run(&t, p, refs, "each job", "2ms")?;
     Ok(Op::Periodic {
         period,
         deadline,
@@ -227,6 +210,33 @@ fn periodic(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
         jobs,
         body,
     })
+}
+
+/// What each repetition does: `body = [ ... ]`, or `run = D` as shorthand
+/// for `body = [ { run = D } ]`.
+fn body_or_run(
+    t: &crate::tree::Table,
+    p: &str,
+    refs: &mut Refs,
+    each: &str,
+    example: &str,
+) -> Result<Vec<Op>, Fail> {
+    match (t.get("body"), t.get("run")) {
+        (Some(b), None) => ops(b, &t.key_path("body"), refs),
+        (None, Some(r)) => Ok(vec![Op::Run(dist(r, &t.key_path("run"))?)]),
+        (Some(_), Some(r)) => Err(Fail::new(
+            &r.span,
+            &t.key_path("run"),
+            "give either `body` or `run` (shorthand for body = [ { run = ... } ]), not both",
+        )),
+        (None, None) => Err(Fail::new(
+            t.span,
+            p,
+            format!(
+                "missing key `body` (what {each} does, e.g. [ {{ run = \"{example}\" }} ]) or `run` (its CPU time)"
+            ),
+        )),
+    }
 }
 
 /// A free-running frame loop with a maximum gap between frames.
@@ -246,25 +256,7 @@ fn frames(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
         Some(n) => Some(n.count(&t.key_path("count"))?),
         None => None,
     };
-    let body = match (t.get("body"), t.get("run")) {
-        (Some(b), None) => ops(b, &t.key_path("body"), refs)?,
-        // `run` is shorthand for a frame that is one burst of CPU time.
-        (None, Some(r)) => vec![Op::Run(dist(r, &t.key_path("run"))?)],
-        (Some(_), Some(r)) => {
-            return Err(Fail::new(
-                &r.span,
-                &t.key_path("run"),
-                "give either `body` or `run` (shorthand for body = [ { run = ... } ]), not both",
-            ))
-        }
-        (None, None) => {
-            return Err(Fail::new(
-                t.span,
-                p,
-                "missing key `body` (what each frame does, e.g. [ { run = \"10ms\" } ]) or `run` (its CPU time)",
-            ))
-        }
-    };
+    let body = body_or_run(&t, p, refs, "each frame", "10ms")?;
     if count.is_none() && !takes_time(&body) {
         return Err(Fail::new(
             t.span,

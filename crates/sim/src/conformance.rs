@@ -433,3 +433,18 @@ pub fn check(scn: &Scenario, extra: &[&'static PolicyInfo], tag: &str) -> RunRes
     );
     r
 }
+
+/// After a policy was ejected or unloaded: every thread did all of its
+/// `work` (nothing lost, nothing counted twice), exited, and ended under
+/// `default`, the scheduler threads fall back to.
+pub fn assert_all_work_done_under(r: &RunResult, work: Duration, default: &str) {
+    for t in &r.threads {
+        assert_eq!(t.cpu_time, work, "thread {} did all its work", t.name);
+        assert!(t.exit.is_some(), "thread {} finished", t.name);
+        assert_eq!(
+            t.scheduler, default,
+            "thread {} ended under the default scheduler",
+            t.name
+        );
+    }
+}

@@ -9,6 +9,7 @@ use hsched_core::{
 use hsched_model::{
     Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec, ThreadSpec,
 };
+use hsched_sim::conformance::assert_all_work_done_under;
 use hsched_sim::{run_with_policies, SimOptions};
 
 /// What each broken policy does wrong.
@@ -224,20 +225,7 @@ fn assert_ejected_and_nothing_lost(r: &RunResult, why: &str) {
         "reason `{why}` in {}",
         ejections[0].text
     );
-    for t in &r.threads {
-        assert_eq!(
-            t.cpu_time,
-            Duration::from_millis(30),
-            "thread {} did all its work",
-            t.name
-        );
-        assert!(t.exit.is_some(), "thread {} finished", t.name);
-        assert_eq!(
-            t.scheduler, "ts",
-            "thread {} finished under the default scheduler",
-            t.name
-        );
-    }
+    assert_all_work_done_under(r, Duration::from_millis(30), "ts");
     let broken = r.nodes.iter().find(|n| n.name == "broken").unwrap();
     assert!(!broken.alive);
 }
@@ -299,6 +287,8 @@ fn a_root_that_fails_again_while_being_ejected_is_ejected_once() {
     let r = run_with_policies(&scn, &opts, &[&BREAKS_WHEN_CHARGED]).expect("the scenario loads");
     let ejections = r.log.iter().filter(|e| e.kind == LogKind::Eject).count();
     assert_eq!(ejections, 1, "{:#?}", r.log);
+    // `a` exits at the instant the root fails, still under it; `b` goes on
+    // under the fresh default scheduler.
     for t in &r.threads {
         assert_eq!(
             t.cpu_time,
