@@ -21,12 +21,14 @@
 //! depends only on the scenario and the rule book: edges come in the order
 //! the walk makes them, problems in the order found.
 
-use crate::guarantee::Guarantee;
+use crate::guarantee::{mul_share_down, Guarantee};
+use crate::ratio::Ratio;
 use crate::rewrite::{self, Derivation};
 use crate::rules::{self, Child, ChildKind, Input, Label, Node, Problem, RuleBook, Severity};
 use hsched_core::Msg;
 use hsched_model::{Op, Scenario, Target};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 
 /// One labelled edge: a parent scheduler (or the machine) to a child
 /// scheduler or thread.
@@ -102,6 +104,83 @@ impl Analysis {
             .find(|e| e.from.as_deref() == from && e.to == to)
     }
 
+    /// What scheduler `name` (or, if there is none, thread `name`)
+    /// receives, as labelled (see [`Analysis::received_all`]); `None` when
+    /// no edge reaches it.
+    pub fn received(&self, name: &str) -> Option<Received> {
+        let mut all = self.received_all();
+        all.schedulers
+            .remove(name)
+            .or_else(|| all.threads.remove(name))
+    }
+
+    /// What every labelled scheduler and thread receives, by name, in one
+    /// pass over the edges:
+    /// - one incoming edge: its label, on as many VPs as the edge has;
+    /// - a `join` (several incoming edges): the label of its edge to its
+    ///   child, which is the pick among its parents' guarantees made soft
+    ///   (§5.1), the one its child's `needs` asks for if any;
+    /// - any other node with several parents (`rtwake` over the default
+    ///   scheduler), or a join without a child: the best of its parents'
+    ///   guarantees, made soft, on one VP, as its rule takes its input
+    ///   ([`Node::input`]): the others may add time, but promise none.
+    pub fn received_all(&self) -> Receipts<'_> {
+        let mut into: HashMap<&str, Vec<&Edge>> = HashMap::new();
+        let mut out_of: HashMap<&str, Vec<&Edge>> = HashMap::new();
+        let mut threads = HashMap::new();
+        for e in &self.edges {
+            if e.to_thread {
+                // A thread has one parent.
+                threads.insert(
+                    e.to.as_str(),
+                    Received {
+                        guarantee: e.guarantee,
+                        vps: e.vps,
+                    },
+                );
+            } else {
+                into.entry(e.to.as_str()).or_default().push(e);
+            }
+            if let Some(from) = &e.from {
+                out_of.entry(from.as_str()).or_default().push(e);
+            }
+        }
+        let joins: HashSet<&str> = self
+            .nodes
+            .iter()
+            .filter(|n| n.policy == "join")
+            .map(|n| n.name.as_str())
+            .collect();
+        let schedulers = into
+            .into_iter()
+            .map(|(name, ins)| {
+                let got = match (ins.as_slice(), out_of.get(name).map(Vec::as_slice)) {
+                    ([one], _) => Received {
+                        guarantee: one.guarantee,
+                        vps: one.vps,
+                    },
+                    (_, Some([child])) if joins.contains(name) => Received {
+                        guarantee: child.guarantee,
+                        vps: child.vps,
+                    },
+                    (many, _) => {
+                        let cands: Vec<Guarantee> =
+                            many.iter().map(|e| e.guarantee.soften()).collect();
+                        Received {
+                            guarantee: cands[rules::basic::pick_best(&cands, None)],
+                            vps: 1,
+                        }
+                    }
+                };
+                (name, got)
+            })
+            .collect();
+        Receipts {
+            schedulers,
+            threads,
+        }
+    }
+
     /// The one-paragraph verdict: "composes" or the errors, one a line.
     pub fn verdict(&self) -> String {
         let errors: Vec<String> = self.errors().map(|p| p.message.clone()).collect();
@@ -122,6 +201,43 @@ impl Analysis {
                     .join("\n")
             )
         }
+    }
+}
+
+/// What each scheduler and each thread receives, by name (a thread may have
+/// the name of a scheduler).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Receipts<'a> {
+    pub schedulers: HashMap<&'a str, Received>,
+    pub threads: HashMap<&'a str, Received>,
+}
+
+/// What a scheduler or thread receives, as the analysis labelled it: a
+/// guarantee per VP, on `vps` VPs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Received {
+    pub guarantee: Guarantee,
+    pub vps: u32,
+}
+
+impl Received {
+    /// The long-run fraction of one CPU promised over all the VPs (`ALL` on
+    /// two VPs: 2); `None` for NULL. Exact when it fits in 64-bit terms,
+    /// else rounded down.
+    pub fn share(&self) -> Option<Ratio> {
+        let per_vp = self.guarantee.share()?;
+        Some(mul_share_down(per_vp, Ratio::new(u64::from(self.vps), 1)?))
+    }
+}
+
+/// As `hsched check` labels an edge: `RESBH 5, 33`, `ALL ×2` for two VPs.
+impl fmt::Display for Received {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.guarantee)?;
+        if self.vps > 1 {
+            write!(f, " ×{}", self.vps)?;
+        }
+        Ok(())
     }
 }
 

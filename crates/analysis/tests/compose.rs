@@ -5,7 +5,7 @@
 mod build_scenario;
 
 use build_scenario::*;
-use hsched_analysis::compose::{analyse, bench_hierarchy};
+use hsched_analysis::compose::{analyse, bench_hierarchy, Received};
 use hsched_analysis::draw;
 use hsched_analysis::rules::{RuleBook, Severity};
 use hsched_core::Value;
@@ -415,4 +415,115 @@ proptest! {
         prop_assert_eq!(&a, &b.analyse());
         let _ = (draw::text(&b.scn, &a), draw::dot(&b.scn, &a), draw::json(&a));
     }
+}
+
+#[test]
+fn what_each_node_and_thread_receives() {
+    use hsched_analysis::ratio::Ratio;
+    let a = fig1().analyse();
+    let got = |name: &str| {
+        a.received(name)
+            .unwrap_or_else(|| panic!("nothing reaches {name}"))
+    };
+    for (name, want) in [
+        ("fp", "ALL"),
+        ("res", "ALL"),
+        // A join: its parents give RESBH 40, 80 and NULL; it receives, in
+        // effect, what it passes on: the reservation made soft.
+        ("j", "RESBS 40, 80"),
+        ("ps", "RESBS 40, 80"),
+        ("video", "RESBH 5, 33"),
+        ("word", "PSBE 0.1, 22"),
+        ("voice", "PSBE 0.4, 58"),
+    ] {
+        assert_eq!(got(name).to_string(), want, "{name}");
+        assert_eq!(got(name).vps, 1, "{name}");
+    }
+    assert_eq!(got("video").share(), Ratio::new(5, 33));
+    assert_eq!(got("voice").share(), Ratio::new(2, 5));
+    assert_eq!(got("fp").share(), Some(Ratio::ONE));
+    assert_eq!(a.received("nobody"), None);
+    let all = a.received_all();
+    assert_eq!(all.schedulers.len(), 4);
+    assert_eq!(all.threads.len(), 3);
+
+    // A join passes on what its thread needs, not the best by rank: that
+    // is what it receives in effect.
+    let join = |needs: Option<&str>| {
+        scenario(1)
+            .sched("res", "res", &[], &[])
+            .sched("b", "bss-i", &[], &[("res", &[("rate", text("0.5"))])])
+            .sched(
+                "j",
+                "join",
+                &[],
+                &[
+                    ("res", &[("amount", ms(10)), ("period", ms(20))]),
+                    ("b", &[("guarantee", text("RESU 0.5"))]),
+                ],
+            )
+            .thread_with("t", "j", &[], needs, vec![])
+            .analyse()
+    };
+    assert_eq!(
+        join(None).received("j").unwrap().guarantee,
+        g("RESBS 10, 20")
+    );
+    let picked = join(Some("RESU 0.2")).received("j").unwrap();
+    assert_eq!(picked.guarantee, g("RESU 0.25"));
+    assert_eq!(picked.share(), Ratio::new(1, 4));
+
+    // Two CPUs: the root holds two VPs, each given ALL.
+    let a = scenario(2)
+        .sched("root", "fp", &[], &[])
+        .thread("t", "root", &[])
+        .analyse();
+    let root = a.received("root").unwrap();
+    assert_eq!(
+        (root.to_string(), root.share()),
+        ("ALL ×2".to_string(), Ratio::new(2, 1))
+    );
+
+    // Not a join, two parents: the best of them made soft, on one VP. A
+    // join with no child receives the same. A thread may be named like a
+    // scheduler; each keeps its own.
+    let a = scenario(1)
+        .sched("root", "fp", &[], &[])
+        .sched("res", "res", &[], &[("root", &[("prio", int(1))])])
+        .sched(
+            "x",
+            "rr",
+            &[],
+            &[
+                ("res", &[("amount", ms(10)), ("period", ms(20))]),
+                ("root", &[("prio", int(0))]),
+            ],
+        )
+        .sched(
+            "lonely",
+            "join",
+            &[],
+            &[
+                ("res", &[("amount", ms(2)), ("period", ms(20))]),
+                ("root", &[("prio", int(0))]),
+            ],
+        )
+        .thread("x", "root", &[])
+        .analyse();
+    let all = a.received_all();
+    assert_eq!(all.schedulers["x"].guarantee, g("RESBS 10, 20"));
+    assert_eq!(all.schedulers["x"].vps, 1);
+    assert_eq!(all.schedulers["lonely"].guarantee, g("RESBS 2, 20"));
+    assert_eq!(
+        all.threads["x"],
+        a.edge(Some("root"), "x")
+            .map(|e| Received {
+                guarantee: e.guarantee,
+                vps: 1
+            })
+            .unwrap()
+    );
+    assert_eq!(a.received("x"), Some(all.schedulers["x"]));
+    assert_eq!(all.schedulers["root"].share(), Some(Ratio::ONE));
+    assert_eq!(all.schedulers["res"].share(), Some(Ratio::ONE));
 }

@@ -226,7 +226,8 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     // From here the instances hold their plugin libraries open: a library
     // whose last instance the script unloads is closed then.
     drop(plugins);
-    let result = sim.finish();
+    let mut result = sim.finish();
+    label_guarantees(&scn, &analysis, &mut result);
     if let Some(path) = &args.jobs_csv {
         write_file(path, "the jobs CSV", |w| {
             hsched_report::jobs_csv(&result, w).map_err(|e| std::io::Error::other(e.to_string()))
@@ -246,6 +247,45 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
         None => print!("{}", hsched_report::summary(&result)),
     }
     Ok(())
+}
+
+/// Writes what the analysis promised each scheduler and thread into the
+/// run's result, so that the outputs show CPU received next to it. Only the
+/// hierarchy at time 0 is analysed: a scheduler the script loads gets no
+/// label (nor a second one of the same name), and neither does a thread
+/// that ended under another scheduler than the one it was analysed under.
+fn label_guarantees(
+    scn: &hsched_model::Scenario,
+    analysis: &hsched_analysis::compose::Analysis,
+    result: &mut hsched_model::RunResult,
+) {
+    use hsched_analysis::compose::Received;
+    use hsched_model::CpuShare;
+    let label = |r: &Received| {
+        let share = r.share().and_then(|s| CpuShare::new(s.num(), s.den()));
+        (Some(r.to_string()), share)
+    };
+    let mut receipts = analysis.received_all();
+    for node in &mut result.nodes {
+        // `remove`: the first node of a name is the one from time 0.
+        if let Some(r) = receipts.schedulers.remove(node.name.as_str()) {
+            (node.guarantee, node.guaranteed_share) = label(&r);
+        }
+    }
+    let parents: std::collections::HashMap<&str, &str> = scn
+        .threads
+        .iter()
+        .map(|t| (t.name.as_str(), t.parent.as_str()))
+        .collect();
+    for thread in &mut result.threads {
+        let name = thread.name.as_str();
+        if parents.get(name) != Some(&thread.scheduler.as_str()) {
+            continue;
+        }
+        if let Some(r) = receipts.threads.remove(name) {
+            (thread.guarantee, thread.guaranteed_share) = label(&r);
+        }
+    }
 }
 
 fn check(args: &CheckArgs) -> Result<(), CliError> {

@@ -3,30 +3,12 @@
 //! compose (exit 2, the edge named), `needs`, schedulers from the
 //! literature, and `--allow-uncomposed`.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn hsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hsched"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("hsched runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{hsched, repo, text};
 
 /// Writes a scenario to a file of its own; returns its path.
 fn scenario_file(name: &str, body: &str) -> String {
-    let dir = std::env::temp_dir().join(format!("hsched-check-guarantees-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
+    let path = common::tmp("check-guarantees", name);
     std::fs::write(
         &path,
         format!("horizon = \"1s\"\nseed = 1\n\n[machine]\ncpus = 1\n\n{body}"),

@@ -1,29 +1,13 @@
 //! The `hsched` command line as a user meets it: exit codes, messages,
 //! outputs, and the byte-for-byte golden trace.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn hsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hsched"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("hsched runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{hsched, repo, text};
 
 fn tmp(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("hsched-cli-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
+    common::tmp("cli-test", name)
 }
 
 #[test]

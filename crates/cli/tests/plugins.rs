@@ -5,24 +5,11 @@
 
 use hsched_plugin_host::cargo;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn hsched(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_hsched"))
-        .args(args)
-        .current_dir(repo())
-        .output()
-        .expect("hsched runs")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
+mod common;
+use common::{hsched, repo, text};
 
 fn target() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("plugins")

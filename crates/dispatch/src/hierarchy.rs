@@ -100,6 +100,8 @@ impl Dispatcher {
             policy: info.name.to_string(),
             received: Default::default(),
             alive: true,
+            // The analysis's label, if any, is the caller's to fill in.
+            ..Default::default()
         });
         self.call(id, |s, cx| s.init(cx));
         Ok(id)

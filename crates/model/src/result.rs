@@ -49,6 +49,14 @@ pub struct ThreadResult {
     pub migrations: u64,
     pub arrival: Instant,
     pub exit: Option<Instant>,
+    /// The guarantee the HLS analysis labelled its edge with, as the paper
+    /// writes it (`RESBH 5, 33`); `None` when no analysis ran (the library
+    /// API, repro) or the analysis did not cover it (it ended under another
+    /// scheduler than the one it started under).
+    pub guarantee: Option<String>,
+    /// The long-run fraction of one CPU that guarantee promises, exact;
+    /// `None` without a guarantee or when it promises none (NULL).
+    pub guaranteed_share: Option<CpuShare>,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -59,6 +67,41 @@ pub struct NodeResult {
     pub received: Duration,
     /// Whether it was still in the hierarchy at the end.
     pub alive: bool,
+    /// What the HLS analysis says it receives, as the paper writes it
+    /// (`RESBS 40, 80`; `ALL ×2` for two VPs each given ALL); `None` when no
+    /// analysis ran or the node was created later by the script.
+    pub guarantee: Option<String>,
+    /// The long-run fraction of one CPU that promises (over all its VPs, so
+    /// `ALL ×2` is 2), exact; `None` without a guarantee or for NULL.
+    pub guaranteed_share: Option<CpuShare>,
+}
+
+/// An exact fraction of one CPU, `num / den` (more than 1 for a node that
+/// is promised several CPUs). Kept exact here; reports print it as a float.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct CpuShare {
+    num: u64,
+    den: u64,
+}
+
+impl CpuShare {
+    /// `num / den`; `None` when `den` is 0.
+    pub fn new(num: u64, den: u64) -> Option<CpuShare> {
+        (den != 0).then_some(CpuShare { num, den })
+    }
+
+    pub fn num(self) -> u64 {
+        self.num
+    }
+
+    pub fn den(self) -> u64 {
+        self.den
+    }
+
+    /// For reports only: never use the float in a decision.
+    pub fn as_f64(self) -> f64 {
+        self.num as f64 / self.den as f64
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

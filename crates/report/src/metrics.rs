@@ -39,6 +39,8 @@
 //! | `threads[].scheduler` | string | scheduler it ended under |
 //! | `threads[].cpu_time_ns` | int | CPU time used (switch overhead excluded) |
 //! | `threads[].share` | float or null | `cpu_time_ns / horizon_ns` |
+//! | `threads[].guarantee` | string or null | what the HLS analysis promised it, as the paper writes it (`RESBH 5, 33`); null when no analysis ran or it does not cover the thread |
+//! | `threads[].guaranteed_share` | float or null | the long-run fraction of one CPU that promises (`5/33` for RESBH 5, 33; a RESU rate as it is); null for NULL or no guarantee |
 //! | `threads[].wakeup_latency.count` | int | wakeups measured |
 //! | `threads[].wakeup_latency.p50_ns` | int or null | wakeup-to-dispatch latency, median |
 //! | `threads[].wakeup_latency.p99_ns` | int or null | same, 99th percentile |
@@ -57,6 +59,8 @@
 //! | `schedulers[].alive` | bool | still in the hierarchy at the end |
 //! | `schedulers[].received_ns` | int | CPU time charged through it |
 //! | `schedulers[].share` | float or null | `received_ns / horizon_ns` |
+//! | `schedulers[].guarantee` | string or null | what the analysis says it receives: its incoming edge's label, for a join the one it passes on (the best of its parents, made soft); `ALL ×2` for two VPs given ALL; null when no analysis ran or the script loaded it |
+//! | `schedulers[].guaranteed_share` | float or null | the long-run fraction of one CPU that promises, over all its VPs (`ALL ×2`: 2.0); null for NULL or no guarantee |
 //! | `log[].at_ns` | int | when it happened |
 //! | `log[].kind` | string | `eject`, `watchdog`, `refused`, `script`, `moved`, `reply` |
 //! | `log[].text` | string | what happened |
@@ -65,7 +69,7 @@
 
 use crate::stats::{ratio, Percentiles};
 use hsched_core::{Instant, ThreadId};
-use hsched_model::{JobRecord, LogKind, RunResult};
+use hsched_model::{CpuShare, JobRecord, LogKind, RunResult};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -108,6 +112,8 @@ pub struct ThreadMetrics {
     pub scheduler: String,
     pub cpu_time_ns: u64,
     pub share: Option<f64>,
+    pub guarantee: Option<String>,
+    pub guaranteed_share: Option<f64>,
     pub wakeup_latency: Percentiles,
     pub jobs: u64,
     pub job_response: Percentiles,
@@ -124,6 +130,8 @@ pub struct SchedulerMetrics {
     pub alive: bool,
     pub received_ns: u64,
     pub share: Option<f64>,
+    pub guarantee: Option<String>,
+    pub guaranteed_share: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -158,6 +166,8 @@ pub fn metrics(result: &RunResult) -> Metrics {
                 scheduler: t.scheduler.clone(),
                 cpu_time_ns: t.cpu_time.as_nanos(),
                 share: share(t.cpu_time.as_nanos()),
+                guarantee: t.guarantee.clone(),
+                guaranteed_share: t.guaranteed_share.map(CpuShare::as_f64),
                 wakeup_latency: Percentiles::from_samples(
                     t.wakeup_latencies.iter().map(|d| d.as_nanos()),
                 ),
@@ -184,6 +194,8 @@ pub fn metrics(result: &RunResult) -> Metrics {
             alive: n.alive,
             received_ns: n.received.as_nanos(),
             share: share(n.received.as_nanos()),
+            guarantee: n.guarantee.clone(),
+            guaranteed_share: n.guaranteed_share.map(CpuShare::as_f64),
         })
         .collect();
 

@@ -5,6 +5,11 @@
 //! It is built from [`crate::metrics()`], so the terminal and the JSON never
 //! disagree. Durations use core's `Display` (`1.5ms`); shares are percent of
 //! **one** CPU over the horizon (a node fed by two busy CPUs shows 200%).
+//!
+//! When the run carries the HLS analysis's guarantees (`hsched sim` runs the
+//! analysis first), both tables get a `guarantee` column next to the share,
+//! `RESBH 5, 33 (15.2%)`: the guarantee and the share it promises, to read
+//! against the share received. Without any, the tables are as before.
 
 use crate::metrics::{metrics, Metrics};
 use hsched_core::Duration;
@@ -45,27 +50,40 @@ fn threads(m: &Metrics, out: &mut String) {
         let _ = writeln!(out, "  (none)");
         return;
     }
-    let mut t = Table::new(&[
+    let guarantees = m.threads.iter().any(|t| t.guarantee.is_some());
+    let mut columns = vec![
         ("name", Align::Left),
         ("scheduler", Align::Left),
         ("cpu time", Align::Right),
         ("share", Align::Right),
+    ];
+    if guarantees {
+        columns.push(("guarantee", Align::Left));
+    }
+    columns.extend([
         ("wakeup p99", Align::Right),
         ("jobs", Align::Right),
         ("misses", Align::Right),
         ("ctx sw", Align::Right),
     ]);
+    let mut t = Table::new(&columns);
     for th in &m.threads {
-        t.row(vec![
+        let mut row = vec![
             th.name.clone(),
             th.scheduler.clone(),
             dur(th.cpu_time_ns),
             percent(th.share),
+        ];
+        if guarantees {
+            row.push(guarantee(th.guarantee.as_deref(), th.guaranteed_share));
+        }
+        row.extend([
             th.wakeup_latency.p99_ns.map_or_else(|| "-".into(), dur),
             th.jobs.to_string(),
             th.deadline_misses.to_string(),
             th.context_switches.to_string(),
         ]);
+        t.row(row);
     }
     t.render(out);
 }
@@ -76,12 +94,17 @@ fn schedulers(m: &Metrics, out: &mut String) {
         let _ = writeln!(out, "  (none)");
         return;
     }
-    let mut t = Table::new(&[
+    let guarantees = m.schedulers.iter().any(|s| s.guarantee.is_some());
+    let mut columns = vec![
         ("name", Align::Left),
         ("policy", Align::Left),
         ("received", Align::Right),
         ("share", Align::Right),
-    ]);
+    ];
+    if guarantees {
+        columns.push(("guarantee", Align::Left));
+    }
+    let mut t = Table::new(&columns);
     for s in &m.schedulers {
         // A node that left the hierarchy is marked, so its low share is not
         // read as starvation.
@@ -90,12 +113,11 @@ fn schedulers(m: &Metrics, out: &mut String) {
         } else {
             format!("{} (gone)", s.name)
         };
-        t.row(vec![
-            name,
-            s.policy.clone(),
-            dur(s.received_ns),
-            percent(s.share),
-        ]);
+        let mut row = vec![name, s.policy.clone(), dur(s.received_ns), percent(s.share)];
+        if guarantees {
+            row.push(guarantee(s.guarantee.as_deref(), s.guaranteed_share));
+        }
+        t.row(row);
     }
     t.render(out);
 }
@@ -162,6 +184,15 @@ fn dur(ns: u64) -> String {
 
 fn percent(share: Option<f64>) -> String {
     share.map_or_else(|| "-".to_string(), |s| format!("{:.1}%", s * 100.0))
+}
+
+/// `RESBH 5, 33 (15.2%)`; `NULL` (it promises no share); `-` (no label).
+fn guarantee(text: Option<&str>, share: Option<f64>) -> String {
+    match (text, share) {
+        (None, _) => "-".to_string(),
+        (Some(g), None) => g.to_string(),
+        (Some(g), Some(_)) => format!("{g} ({})", percent(share)),
+    }
 }
 
 /// A rate with an SI suffix: `950`, `12.3k`, `4.56M`, `1.20G`.

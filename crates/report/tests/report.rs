@@ -165,6 +165,8 @@ fn json_keys_are_present_and_in_documented_order() {
             "scheduler",
             "cpu_time_ns",
             "share",
+            "guarantee",
+            "guaranteed_share",
             "wakeup_latency",
             "count",
             "p50_ns",
@@ -192,6 +194,8 @@ fn json_keys_are_present_and_in_documented_order() {
             "alive",
             "received_ns",
             "share",
+            "guarantee",
+            "guaranteed_share",
             "log",
             "at_ns",
             "kind",
@@ -204,6 +208,32 @@ fn json_keys_are_present_and_in_documented_order() {
     assert_eq!(v["log"][2]["at_ns"], 3_000_000);
     // Same input, same bytes.
     assert_eq!(text, metrics_json(&fixture::result()));
+}
+
+#[test]
+fn guarantees_are_null_without_an_analysis_and_exact_with_one() {
+    let v: Value = serde_json::from_str(&metrics_json(&fixture::result())).unwrap();
+    for list in ["threads", "schedulers"] {
+        for row in v[list].as_array().unwrap() {
+            // Stable keys: present, null.
+            assert_eq!(row.get("guarantee"), Some(&Value::Null), "{row}");
+            assert_eq!(row.get("guaranteed_share"), Some(&Value::Null), "{row}");
+        }
+    }
+    let v: Value = serde_json::from_str(&metrics_json(&fixture::labelled())).unwrap();
+    let (threads, nodes) = (&v["threads"], &v["schedulers"]);
+    assert_eq!(threads[0]["guarantee"], "RESBH 2, 5");
+    assert_eq!(threads[0]["guaranteed_share"], 0.4);
+    // NULL promises no share; `batch` has no label at all.
+    assert_eq!(threads[1]["guarantee"], "NULL");
+    assert_eq!(threads[1]["guaranteed_share"], Value::Null);
+    assert_eq!(threads[2]["guarantee"], Value::Null);
+    // Two VPs given ALL: two CPUs' worth, as `share` counts.
+    assert_eq!(nodes[0]["guarantee"], "ALL ×2");
+    assert_eq!(nodes[0]["guaranteed_share"], 2.0);
+    assert_eq!(nodes[1]["guaranteed_share"], 0.5);
+    assert_eq!(nodes[2]["guaranteed_share"], Value::Null);
+    assert_eq!(nodes[3]["guarantee"], Value::Null);
 }
 
 #[test]
@@ -490,6 +520,57 @@ fn summary_shows_the_numbers() {
 #[test]
 fn summary_snapshot() {
     insta::assert_snapshot!("summary", summary(&fixture::result()));
+}
+
+#[test]
+fn summary_shows_guarantees_only_when_there_are_some() {
+    assert!(!summary(&fixture::result()).contains("guarantee"));
+    let s = summary(&fixture::labelled());
+    let line = |start: &str| -> &str {
+        s.lines()
+            .find(|l| l.trim_start().starts_with(start))
+            .unwrap_or_else(|| panic!("no line {start} in\n{s}"))
+    };
+    assert_eq!(
+        line("name   scheduler")
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        [
+            "name",
+            "scheduler",
+            "cpu",
+            "time",
+            "share",
+            "guarantee",
+            "wakeup",
+            "p99",
+            "jobs",
+            "misses",
+            "ctx",
+            "sw"
+        ]
+    );
+    // Next to the share received: 39.9% of the 40% promised.
+    assert!(
+        line("video ").contains("  39.9%  RESBH 2, 5 (40.0%)  "),
+        "{s}"
+    );
+    assert!(line("audio ").contains("  10.0%  NULL  "), "{s}");
+    assert!(line("batch ").contains("  54.9%  -  "), "{s}");
+    assert!(line("root ").ends_with("104.8%  ALL ×2 (200.0%)"), "{s}");
+    assert!(line("rt ").ends_with("49.9%  RESBH 5, 10 (50.0%)"), "{s}");
+    assert!(line("ts ").ends_with("54.9%  NULL"), "{s}");
+    assert!(line("rogue ").ends_with("0.0%  -"), "{s}");
+    // The columns still line up (in characters: `×` is one).
+    let table: Vec<usize> = s
+        .lines()
+        .skip_while(|l| !l.starts_with("threads"))
+        .skip(1)
+        .take(4)
+        .map(|l| l.chars().count())
+        .collect();
+    assert!(table.iter().all(|&w| w == table[0]), "{table:?}\n{s}");
+    insta::assert_snapshot!("summary_with_guarantees", s);
 }
 
 #[test]
