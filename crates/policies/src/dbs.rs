@@ -83,7 +83,7 @@
 //! spare (no slack stealing). Decisions, wake-ups and timers cost O(log n) (plus O(vps) when a
 //! preemption is considered).
 
-use crate::preempt;
+use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value,
@@ -234,16 +234,6 @@ impl Child {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    child: ChildId,
-    /// The reservation the child runs on, or `LEFTOVER`.
-    prio: Prio,
-    until: Instant,
-    /// A revoke was asked and its re-decision is pending.
-    preempting: bool,
-}
-
 /// The deadline-based scheduler. See the module documentation.
 #[derive(Debug)]
 pub struct Dbs {
@@ -262,10 +252,9 @@ pub struct Dbs {
     /// Round-robin order: the back counts up from the middle, the head down.
     head_seq: u64,
     back_seq: u64,
-    /// Running children not being preempted, by priority (worst last).
-    running: BTreeSet<(Prio, ParentVp)>,
-    slots: Vec<Option<Slot>>,
-    preempting: usize,
+    /// What runs on each VP, ranked by the reservation it runs on (or
+    /// `LEFTOVER`); the run's horizon.
+    running: RunningSlots<Prio, Instant>,
     runnable: u32,
     served: u64,
     expired: u64,
@@ -292,9 +281,7 @@ impl Dbs {
             rr: BTreeMap::new(),
             head_seq: MIDDLE,
             back_seq: MIDDLE + 1,
-            running: BTreeSet::new(),
-            slots: Vec::new(),
-            preempting: 0,
+            running: RunningSlots::new(Better::Lower),
             runnable: 0,
             served: 0,
             expired: 0,
@@ -362,55 +349,34 @@ impl Dbs {
         }
     }
 
-    fn clear_slot(&mut self, vp: ParentVp) -> Option<Slot> {
-        let slot = self.slots.get_mut(vp.index()).and_then(Option::take)?;
-        if slot.preempting {
-            self.preempting -= 1;
-        } else {
-            self.running.remove(&(slot.prio, vp));
-        }
-        Some(slot)
-    }
-
     /// Whatever ran on `vp` stopped. A child still runnable waits again:
     /// under its best active reservation, or round-robin (at the head
     /// with the rest of its slice if a leftover run was cut short).
     fn stop(&mut self, vp: ParentVp, now: Instant) {
-        let Some(slot) = self.clear_slot(vp) else {
+        let Some(run) = self.running.clear(vp) else {
             return;
         };
         let quantum = self.quantum;
-        let c = &mut self.children[slot.child];
+        let c = &mut self.children[run.child()];
         if c.state != State::Running(vp) {
             return;
         }
-        let cut_short = slot.prio == LEFTOVER && !c.slice_left.is_zero() && now < slot.until;
-        if !cut_short && (slot.prio == LEFTOVER || c.slice_left.is_zero()) {
+        let leftover = run.rank() == LEFTOVER;
+        let cut_short = leftover && !c.slice_left.is_zero() && now < run.data;
+        if !cut_short && (leftover || c.slice_left.is_zero()) {
             c.slice_left = quantum;
         }
-        self.enqueue(slot.child, cut_short);
+        self.enqueue(run.child(), cut_short);
     }
 
     fn forget_runnable(&mut self, child: ChildId) {
         match self.children[child].state {
             State::Idle => return,
             State::Edf(_) | State::Rr(_) => self.unqueue(child),
-            State::Running(vp) => _ = self.clear_slot(vp),
+            State::Running(vp) => _ = self.running.clear(vp),
         }
         self.children[child].state = State::Idle;
         self.runnable -= 1;
-    }
-
-    fn revoke_slot(&mut self, cx: &mut Cx, vp: ParentVp) {
-        let Some(slot) = self.slots[vp.index()].as_mut() else {
-            return;
-        };
-        if !slot.preempting {
-            slot.preempting = true;
-            self.running.remove(&(slot.prio, vp));
-            self.preempting += 1;
-            cx.revoke(slot.child);
-        }
     }
 
     /// `child`'s active reservations changed: a waiting child moves to the
@@ -431,9 +397,12 @@ impl Dbs {
                 self.enqueue(child, false);
             }
             State::Running(vp)
-                if self.slots[vp.index()].is_some_and(|s| !s.preempting && s.prio != want) =>
+                if self
+                    .running
+                    .get(vp)
+                    .is_some_and(|r| !r.preempting() && r.rank() != want) =>
             {
-                self.revoke_slot(cx, vp);
+                self.running.revoke(cx, vp);
             }
             _ => {}
         }
@@ -460,7 +429,8 @@ impl Dbs {
         };
         let c = &self.children[r.child];
         if let State::Running(vp) = c.state {
-            if self.slots[vp.index()].is_some_and(|s| s.prio == (Tier::Reserved, r.deadline, id)) {
+            let on_it = (Tier::Reserved, r.deadline, id);
+            if self.running.get(vp).is_some_and(|run| run.rank() == on_it) {
                 return r.remaining.saturating_sub(now.saturating_since(c.since));
             }
         }
@@ -521,28 +491,8 @@ impl Dbs {
     /// child (leftover, or a later deadline), preempt that one. Idle held
     /// CPUs and CPUs being re-decided take the best waiting children first.
     fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        let Some(&(best, _)) = self.edf.first() else {
-            return;
-        };
-        let Some(&(worst, _)) = self.running.last() else {
-            return;
-        };
-        if best >= worst {
-            return;
-        }
-        let spare = preempt::idle_held(cx, |vp| {
-            self.slots.get(vp.index()).copied().flatten().is_some()
-        }) + self.preempting;
         let waiting = self.edf.iter().map(|&(p, _)| p);
-        let victims = preempt::victims(
-            waiting,
-            self.running.iter().rev().copied(),
-            spare,
-            |w, r| w < r,
-        );
-        for (_, vp) in victims {
-            self.revoke_slot(cx, vp);
-        }
+        self.running.preempt_if_needed(cx, waiting);
     }
 
     /// The EDF demand-bound test of one CPU over the reservations in force
@@ -722,9 +672,6 @@ impl Scheduler for Dbs {
     /// deadline, an overrun until the deadline; else the round robin's head.
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         let now = cx.now();
-        if vp.index() >= self.slots.len() {
-            self.slots.resize(vp.index() + 1, None);
-        }
         self.stop(vp, now);
         self.process_due(cx);
         let (child, prio, until) = if let Some((p, child)) = self.edf.pop_first() {
@@ -743,13 +690,7 @@ impl Scheduler for Dbs {
         let c = &mut self.children[child];
         c.state = State::Running(vp);
         c.since = now;
-        self.slots[vp.index()] = Some(Slot {
-            child,
-            prio,
-            until,
-            preempting: false,
-        });
-        self.running.insert((prio, vp));
+        self.running.place(vp, child, prio, until);
         // The child that stopped here may outrank one running elsewhere.
         self.preempt_if_needed(cx);
         Dispatch::Run { child, until }
@@ -773,16 +714,16 @@ impl Scheduler for Dbs {
         let State::Running(vp) = c.state else {
             return;
         };
-        let Some(slot) = self.slots[vp.index()] else {
+        let Some(prio) = self.running.get(vp).map(|run| run.rank()) else {
             return;
         };
-        if slot.prio.0 != Tier::Reserved {
-            if slot.prio == LEFTOVER {
+        if prio.0 != Tier::Reserved {
+            if prio == LEFTOVER {
                 c.slice_left = c.slice_left.saturating_sub(ran);
             }
             return;
         }
-        let id = slot.prio.2;
+        let id = prio.2;
         let Some(r) = self.reservations.get_mut(&id) else {
             return;
         };
@@ -793,19 +734,13 @@ impl Scheduler for Dbs {
         self.served += 1;
         if self.overrun {
             let c = &mut self.children[child];
-            c.active.remove(&slot.prio);
-            c.active.insert((Tier::Overrun, slot.prio.1, id));
+            c.active.remove(&prio);
+            c.active.insert((Tier::Overrun, prio.1, id));
         } else {
             self.drop_reservation(id);
         }
         let want = self.children[child].prio();
-        if !slot.preempting {
-            self.running.remove(&(slot.prio, vp));
-            self.running.insert((want, vp));
-        }
-        if let Some(s) = self.slots[vp.index()].as_mut() {
-            s.prio = want;
-        }
+        self.running.rerank(vp, want);
         self.rearm(cx);
     }
 
@@ -895,10 +830,7 @@ impl Scheduler for Dbs {
                 State::Idle => true,
                 State::Edf(p) => p == c.prio() && self.edf.contains(&(p, child)),
                 State::Rr(seq) => c.active.is_empty() && self.rr.get(&seq) == Some(&child),
-                State::Running(vp) => self
-                    .slots
-                    .get(vp.index())
-                    .is_some_and(|s| s.is_some_and(|s| s.child == child)),
+                State::Running(vp) => self.running.child_on(vp) == Some(child),
             };
             if !ok {
                 return Err(format!(
@@ -931,41 +863,29 @@ impl Scheduler for Dbs {
                 self.runnable
             ));
         }
-        let (mut preempting, mut candidates) = (0, 0);
-        for (v, slot) in self.slots.iter().enumerate() {
-            let Some(slot) = slot else { continue };
-            let vp = ParentVp(v as u32);
-            let Some(c) = self.children.get(slot.child) else {
-                return Err(format!("{vp} runs {}, which is not registered", slot.child));
+        for (vp, run) in self.running.iter() {
+            let Some(c) = self.children.get(run.child()) else {
+                return Err(format!(
+                    "{vp} runs {}, which is not registered",
+                    run.child()
+                ));
             };
             if c.state != State::Running(vp) {
                 return Err(format!(
                     "{vp} runs {}, which is not running there",
-                    slot.child
+                    run.child()
                 ));
             }
-            if slot.preempting {
-                preempting += 1;
-            } else {
-                candidates += 1;
-                if slot.prio != c.prio() || !self.running.contains(&(slot.prio, vp)) {
-                    return Err(format!(
-                        "{} runs on {vp} under {:?} but should under {:?}",
-                        slot.child,
-                        slot.prio,
-                        c.prio()
-                    ));
-                }
+            if !run.preempting() && run.rank() != c.prio() {
+                return Err(format!(
+                    "{} runs on {vp} under {:?} but should under {:?}",
+                    run.child(),
+                    run.rank(),
+                    c.prio()
+                ));
             }
         }
-        if preempting != self.preempting || candidates != self.running.len() {
-            return Err(format!(
-                "{} preempting / {} candidates recorded, slots say {preempting} / {candidates}",
-                self.preempting,
-                self.running.len()
-            ));
-        }
-        Ok(())
+        self.running.check_invariants()
     }
 }
 

@@ -36,13 +36,13 @@
 //! (a `BTreeMap`); when a preemption must be considered it also scans the
 //! VPs, O(vps).
 
-use crate::preempt;
+use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Scheduler, Value,
 };
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "fp",
@@ -112,26 +112,14 @@ struct Child {
     slice_left: Duration,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    child: ChildId,
-    until: Instant,
-    /// A revoke of this child was asked and its re-decision is pending.
-    preempting: bool,
-}
-
 /// The fixed-priority scheduler. See the module documentation.
 #[derive(Debug)]
 pub struct FixedPriority {
     quantum: Option<Duration>,
     children: ChildMap<Child>,
     queue: BTreeMap<Key, ChildId>,
-    /// Running children not being preempted, lowest priority first: the
-    /// candidates for preemption.
-    running: BTreeSet<(i64, ParentVp)>,
-    slots: Vec<Option<Slot>>,
-    /// Slots with `preempting` set.
-    preempting: usize,
+    /// What runs on each VP, ranked by priority; the run's horizon.
+    running: RunningSlots<i64, Instant>,
     /// Sequence numbers: the back of a level counts up from the middle of
     /// the range, the head counts down, so both ends are O(log n) inserts.
     back_seq: u64,
@@ -149,9 +137,7 @@ impl FixedPriority {
             quantum: quantum.filter(|q| !q.is_zero()),
             children: ChildMap::new(),
             queue: BTreeMap::new(),
-            running: BTreeSet::new(),
-            slots: Vec::new(),
-            preempting: 0,
+            running: RunningSlots::new(Better::Higher),
             back_seq: MIDDLE + 1,
             head_seq: MIDDLE,
             runnable: 0,
@@ -181,35 +167,23 @@ impl FixedPriority {
         self.queue.insert(key, child);
     }
 
-    /// Empties `vp`'s slot, keeping `running` and `preempting` in step.
-    fn clear_slot(&mut self, vp: ParentVp) -> Option<Slot> {
-        let slot = self.slots.get_mut(vp.index()).and_then(Option::take)?;
-        if slot.preempting {
-            self.preempting -= 1;
-        } else {
-            let prio = self.children.get(slot.child).map_or(0, |c| c.prio);
-            self.running.remove(&(prio, vp));
-        }
-        Some(slot)
-    }
-
     /// Whatever ran on `vp` stopped. A child still runnable goes back to the
     /// head of its level (it was preempted), or to the back with a fresh
     /// slice if its round-robin slice is used up.
     fn stop(&mut self, vp: ParentVp, now: Instant) {
-        let Some(slot) = self.clear_slot(vp) else {
+        let Some(run) = self.running.clear(vp) else {
             return;
         };
         let full = self.full_slice();
-        let c = &mut self.children[slot.child];
+        let c = &mut self.children[run.child()];
         if c.state != State::Running(vp) {
             return;
         }
-        let used_up = c.slice_left.is_zero() || now >= slot.until;
+        let used_up = c.slice_left.is_zero() || now >= run.data;
         if used_up {
             c.slice_left = full;
         }
-        self.enqueue(slot.child, !used_up);
+        self.enqueue(run.child(), !used_up);
     }
 
     fn forget_runnable(&mut self, state: State) {
@@ -219,7 +193,7 @@ impl FixedPriority {
                 self.queue.remove(&key);
             }
             State::Running(vp) => {
-                self.clear_slot(vp);
+                self.running.clear(vp);
             }
         }
         self.runnable -= 1;
@@ -231,29 +205,8 @@ impl FixedPriority {
     /// being re-decided will take the best waiting children first, so only
     /// the rest may preempt.
     fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        let Some((&(Reverse(best), _), _)) = self.queue.first_key_value() else {
-            return;
-        };
-        let Some(&(worst, _)) = self.running.first() else {
-            return;
-        };
-        if best <= worst {
-            return; // the common case, in O(log n)
-        }
-        let spare = preempt::idle_held(cx, |vp| {
-            self.slots.get(vp.index()).copied().flatten().is_some()
-        }) + self.preempting;
         let waiting = self.queue.keys().map(|&(Reverse(prio), _)| prio);
-        let victims = preempt::victims(waiting, self.running.iter().copied(), spare, |w, r| w > r);
-        for (prio, vp) in victims {
-            self.running.remove(&(prio, vp));
-            let slot = self.slots[vp.index()]
-                .as_mut()
-                .expect("a running VP has a slot");
-            slot.preempting = true;
-            self.preempting += 1;
-            cx.revoke(slot.child);
-        }
+        self.running.preempt_if_needed(cx, waiting);
     }
 }
 
@@ -278,7 +231,6 @@ impl Scheduler for FixedPriority {
             return;
         };
         if c.state != State::Idle {
-            // Before the removal: clearing a slot looks up the child's prio.
             self.forget_runnable(c.state);
             cx.want_cpus(self.runnable);
         }
@@ -310,9 +262,6 @@ impl Scheduler for FixedPriority {
 
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         let now = cx.now();
-        if vp.index() >= self.slots.len() {
-            self.slots.resize(vp.index() + 1, None);
-        }
         self.stop(vp, now);
         let Some((_, child)) = self.queue.pop_first() else {
             return Dispatch::Release;
@@ -326,12 +275,7 @@ impl Scheduler for FixedPriority {
         } else {
             Instant::NEVER
         };
-        self.slots[vp.index()] = Some(Slot {
-            child,
-            until,
-            preempting: false,
-        });
-        self.running.insert((prio, vp));
+        self.running.place(vp, child, prio, until);
         // The child that stopped here may outrank one running elsewhere.
         self.preempt_if_needed(cx);
         Dispatch::Run { child, until }
@@ -384,43 +328,32 @@ impl Scheduler for FixedPriority {
                 }
                 State::Running(vp) => {
                     runnable += 1;
-                    if self
-                        .slots
-                        .get(vp.index())
-                        .copied()
-                        .flatten()
-                        .map(|s| s.child)
-                        != Some(child)
-                    {
+                    if self.running.child_on(vp) != Some(child) {
                         return Err(format!("{child} runs on {vp} but {vp} does not know it"));
                     }
                 }
             }
         }
-        let mut preempting = 0;
-        let mut candidates = 0;
-        for (v, slot) in self.slots.iter().enumerate() {
-            let Some(slot) = slot else { continue };
-            let vp = ParentVp(v as u32);
-            let Some(c) = self.children.get(slot.child) else {
-                return Err(format!("{vp} runs {}, which is not registered", slot.child));
+        for (vp, run) in self.running.iter() {
+            let Some(c) = self.children.get(run.child()) else {
+                return Err(format!(
+                    "{vp} runs {}, which is not registered",
+                    run.child()
+                ));
             };
             if c.state != State::Running(vp) {
                 return Err(format!(
                     "{vp} runs {}, which is not running there",
-                    slot.child
+                    run.child()
                 ));
             }
-            if slot.preempting {
-                preempting += 1;
-            } else {
-                candidates += 1;
-                if !self.running.contains(&(c.prio, vp)) {
-                    return Err(format!(
-                        "{} runs on {vp} but is no preemption candidate",
-                        slot.child
-                    ));
-                }
+            if run.rank() != c.prio {
+                return Err(format!(
+                    "{} runs on {vp} ranked {} but has priority {}",
+                    run.child(),
+                    run.rank(),
+                    c.prio
+                ));
             }
         }
         if waiting != self.queue.len() || runnable != self.runnable {
@@ -430,14 +363,7 @@ impl Scheduler for FixedPriority {
                 self.runnable
             ));
         }
-        if preempting != self.preempting || candidates != self.running.len() {
-            return Err(format!(
-                "{} preempting / {} candidates recorded, slots say {preempting} / {candidates}",
-                self.preempting,
-                self.running.len()
-            ));
-        }
-        Ok(())
+        self.running.check_invariants()
     }
 }
 

@@ -85,7 +85,7 @@
 //! when a preemption is considered); admission is O(1), `check_invariants`
 //! O(n).
 
-use crate::preempt;
+use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value,
@@ -315,16 +315,6 @@ impl Child {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    child: ChildId,
-    deadline: Instant,
-    /// Its run since this instant is not charged yet.
-    since: Instant,
-    /// A revoke was asked and its re-decision is pending.
-    preempting: bool,
-}
-
 /// The reservation scheduler. See the module documentation.
 #[derive(Debug)]
 pub struct Res {
@@ -338,11 +328,9 @@ pub struct Res {
     /// Waiting (ready or throttled) children by the time their job changes.
     events: BTreeSet<(Instant, ChildId)>,
     armed: Option<Instant>,
-    /// Running children not being preempted, by (deadline, VP): the last is
-    /// the preemption candidate.
-    running: BTreeSet<(Instant, ParentVp)>,
-    slots: Vec<Option<Slot>>,
-    preempting: usize,
+    /// What runs on each VP, ranked by its job's deadline; since when its
+    /// run is not charged yet.
+    running: RunningSlots<Instant, Instant>,
     /// The earliest deadline last told to the parent.
     announced: Option<Instant>,
 }
@@ -357,9 +345,7 @@ impl Res {
             ready: BTreeSet::new(),
             events: BTreeSet::new(),
             armed: None,
-            running: BTreeSet::new(),
-            slots: Vec::new(),
-            preempting: 0,
+            running: RunningSlots::new(Better::Lower),
             announced: None,
         }
     }
@@ -489,35 +475,13 @@ impl Res {
         self.set_event(child, Some(deadline));
     }
 
-    fn clear_slot(&mut self, vp: ParentVp) -> Option<Slot> {
-        let slot = self.slots.get_mut(vp.index()).and_then(Option::take)?;
-        if slot.preempting {
-            self.preempting -= 1;
-        } else {
-            self.running.remove(&(slot.deadline, vp));
-        }
-        Some(slot)
-    }
-
     /// Whatever ran on `vp` stopped; a child still runnable waits again.
     fn stop(&mut self, vp: ParentVp, now: Instant) {
-        let Some(slot) = self.clear_slot(vp) else {
+        let Some(run) = self.running.clear(vp) else {
             return;
         };
-        if self.children.get(slot.child).map(|c| c.state) == Some(State::Running(vp)) {
-            self.place(slot.child, now);
-        }
-    }
-
-    fn revoke_slot(&mut self, cx: &mut Cx, vp: ParentVp) {
-        let Some(slot) = self.slots.get_mut(vp.index()).and_then(Option::as_mut) else {
-            return;
-        };
-        if !slot.preempting {
-            slot.preempting = true;
-            self.running.remove(&(slot.deadline, vp));
-            self.preempting += 1;
-            cx.revoke(slot.child);
+        if self.children.get(run.child()).map(|c| c.state) == Some(State::Running(vp)) {
+            self.place(run.child(), now);
         }
     }
 
@@ -527,7 +491,7 @@ impl Res {
             State::Idle => return,
             State::Ready | State::Throttled => self.unplace(child),
             State::Running(vp) => {
-                self.clear_slot(vp);
+                self.running.clear(vp);
             }
         }
         self.children[child].state = State::Idle;
@@ -541,9 +505,9 @@ impl Res {
         };
         let mut ran = ran;
         if let State::Running(vp) = c.state {
-            if let Some(slot) = self.slots[vp.index()].as_mut() {
-                ran = ran.min(now.saturating_since(slot.since));
-                slot.since = now;
+            if let Some(since) = self.running.data_mut(vp) {
+                ran = ran.min(now.saturating_since(*since));
+                *since = now;
             }
         }
         let cost = self.rate.charge(ran);
@@ -568,11 +532,8 @@ impl Res {
         match state {
             State::Ready | State::Throttled => self.place(child, cx.now()),
             State::Running(vp) => {
-                self.revoke_slot(cx, vp);
-                let deadline = self.children[child].deadline;
-                if let Some(slot) = self.slots[vp.index()].as_mut() {
-                    slot.deadline = deadline;
-                }
+                self.running.revoke(cx, vp);
+                self.running.rerank(vp, self.children[child].deadline);
             }
             State::Idle => {}
         }
@@ -582,28 +543,8 @@ impl Res {
     /// preempt that one (idle held CPUs and re-decisions take waiting
     /// children first).
     fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        let Some(&(best, _)) = self.ready.first() else {
-            return;
-        };
-        let Some(&(worst, _)) = self.running.last() else {
-            return;
-        };
-        if best >= worst {
-            return;
-        }
-        let spare = preempt::idle_held(cx, |vp| {
-            self.slots.get(vp.index()).copied().flatten().is_some()
-        }) + self.preempting;
         let waiting = self.ready.iter().map(|&(d, _)| d);
-        let victims = preempt::victims(
-            waiting,
-            self.running.iter().rev().copied(),
-            spare,
-            |w, r| w < r,
-        );
-        for (_, vp) in victims {
-            self.revoke_slot(cx, vp);
-        }
+        self.running.preempt_if_needed(cx, waiting);
     }
 
     /// Jobs that changed by now: move their children on.
@@ -622,7 +563,7 @@ impl Res {
     /// ask for as many CPUs as children can run, re-arm the timer.
     fn sync(&mut self, cx: &mut Cx) {
         if self.announces() {
-            let running = self.slots.iter().flatten().map(|s| s.deadline).min();
+            let running = self.running.iter().map(|(_, run)| run.rank()).min();
             let earliest = self
                 .ready
                 .first()
@@ -641,7 +582,7 @@ impl Res {
                 }
             }
         }
-        let runnable = self.ready.len() + self.slots.iter().flatten().count();
+        let runnable = self.ready.len() + self.running.len();
         cx.want_cpus(runnable as u32);
         let next = self.events.first().map(|e| e.0);
         if next != self.armed {
@@ -719,9 +660,6 @@ impl Scheduler for Res {
     /// until its budget or its job ends; with none, the CPU goes back.
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         let now = cx.now();
-        if vp.index() >= self.slots.len() {
-            self.slots.resize(vp.index() + 1, None);
-        }
         self.stop(vp, now);
         self.process_due(now);
         let decision = match self.ready.pop_first() {
@@ -730,13 +668,7 @@ impl Scheduler for Res {
                 let until = now.saturating_add(self.rate.of(c.budget)).min(deadline);
                 c.state = State::Running(vp);
                 self.set_event(child, None);
-                self.slots[vp.index()] = Some(Slot {
-                    child,
-                    deadline,
-                    since: now,
-                    preempting: false,
-                });
-                self.running.insert((deadline, vp));
+                self.running.place(vp, child, deadline, now);
                 Dispatch::Run { child, until }
             }
             None => Dispatch::Release,
@@ -837,14 +769,7 @@ impl Scheduler for Res {
                     }
                 }
                 State::Running(vp) => {
-                    if self
-                        .slots
-                        .get(vp.index())
-                        .copied()
-                        .flatten()
-                        .map(|s| s.child)
-                        != Some(child)
-                    {
+                    if self.running.child_on(vp) != Some(child) {
                         return Err(format!("{child} runs on {vp} but {vp} does not know it"));
                     }
                     if c.event.is_some() {
@@ -868,28 +793,15 @@ impl Scheduler for Res {
         if ready != self.ready.len() || events != self.events.len() {
             return Err("a queue holds entries of children not in it".into());
         }
-        let mut preempting = 0;
-        for (v, slot) in self.slots.iter().enumerate() {
-            let Some(slot) = slot else { continue };
-            let vp = ParentVp(v as u32);
+        for (vp, run) in self.running.iter() {
             let c = self
                 .children
-                .get(slot.child)
-                .ok_or_else(|| format!("{vp} runs {}, which is not registered", slot.child))?;
-            if c.state != State::Running(vp) || c.deadline != slot.deadline {
-                return Err(format!("{vp} runs {} out of step with it", slot.child));
-            }
-            if slot.preempting {
-                preempting += 1;
-            } else if !self.running.contains(&(slot.deadline, vp)) {
-                return Err(format!("{} runs on {vp} but is no candidate", slot.child));
+                .get(run.child())
+                .ok_or_else(|| format!("{vp} runs {}, which is not registered", run.child()))?;
+            if c.state != State::Running(vp) || c.deadline != run.rank() {
+                return Err(format!("{vp} runs {} out of step with it", run.child()));
             }
         }
-        if preempting != self.preempting
-            || self.running.len() + preempting != self.slots.iter().flatten().count()
-        {
-            return Err("the running set is out of step with the slots".into());
-        }
-        Ok(())
+        self.running.check_invariants()
     }
 }

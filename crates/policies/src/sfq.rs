@@ -68,7 +68,7 @@
 //! Cost: O(log n) per decision, wake-up, release and charge; a preemption
 //! also scans the VPs, O(vps).
 
-use crate::preempt;
+use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Msg, ParamKind, ParamSpec, Params, ParentVp,
     PolicyInfo, Reject, Reply, Scheduler, Sender, Value,
@@ -193,13 +193,6 @@ impl Child {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    child: ChildId,
-    /// A revoke of this child was asked and its re-decision is pending.
-    preempting: bool,
-}
-
 /// The SFQ scheduler. See the module documentation.
 #[derive(Debug)]
 pub struct Sfq {
@@ -209,11 +202,9 @@ pub struct Sfq {
     ready: BTreeSet<(Eff, u64, ChildId)>,
     /// Runnable children (waiting or running) by actual start tag: `v`.
     starts: BTreeSet<(Tag, ChildId)>,
-    /// Running children not being preempted, by effective tag: the
-    /// candidates for preemption (the largest first).
-    running: BTreeSet<(Eff, ParentVp)>,
-    slots: Vec<Option<Slot>>,
-    preempting: usize,
+    /// What runs on each VP, ranked by effective tag (the largest is the
+    /// first to be preempted).
+    running: RunningSlots<Eff>,
     vtime: Tag,
     max_finish: Tag,
     next_seq: u64,
@@ -231,9 +222,7 @@ impl Sfq {
             children: ChildMap::new(),
             ready: BTreeSet::new(),
             starts: BTreeSet::new(),
-            running: BTreeSet::new(),
-            slots: Vec::new(),
-            preempting: 0,
+            running: RunningSlots::new(Better::Lower),
             vtime: 0,
             max_finish: 0,
             next_seq: 0,
@@ -290,23 +279,13 @@ impl Sfq {
         self.ready.insert((c.eff(), seq, child));
     }
 
-    fn clear_slot(&mut self, vp: ParentVp) -> Option<Slot> {
-        let slot = self.slots.get_mut(vp.index()).and_then(Option::take)?;
-        if slot.preempting {
-            self.preempting -= 1;
-        } else if let Some(c) = self.children.get(slot.child) {
-            self.running.remove(&(c.eff(), vp));
-        }
-        Some(slot)
-    }
-
     /// Whatever ran on `vp` stopped. A child still runnable starts a new
     /// quantum at `max(v, F)` and waits.
     fn stop(&mut self, vp: ParentVp) {
-        let Some(slot) = self.clear_slot(vp) else {
+        let Some(run) = self.running.clear(vp) else {
             return;
         };
-        let child = slot.child;
+        let child = run.child();
         if self.children[child].state != State::Running(vp) {
             return;
         }
@@ -326,7 +305,7 @@ impl Sfq {
                 self.ready.remove(&(c.eff(), seq, child));
             }
             State::Running(vp) => {
-                self.clear_slot(vp);
+                self.running.clear(vp);
             }
         }
         self.starts.remove(&(c.start, child));
@@ -339,34 +318,8 @@ impl Sfq {
     /// largest running one's, preempt that one. CPUs held idle and CPUs
     /// already being re-decided take the best waiting children first.
     fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        let Some(&(best, _, _)) = self.ready.first() else {
-            return;
-        };
-        let Some(&(worst, _)) = self.running.last() else {
-            return;
-        };
-        if best >= worst {
-            return;
-        }
-        let spare = preempt::idle_held(cx, |vp| {
-            self.slots.get(vp.index()).copied().flatten().is_some()
-        }) + self.preempting;
         let waiting = self.ready.iter().map(|&(eff, _, _)| eff);
-        let victims = preempt::victims(
-            waiting,
-            self.running.iter().rev().copied(),
-            spare,
-            |w, r| w < r,
-        );
-        for (eff, vp) in victims {
-            self.running.remove(&(eff, vp));
-            let slot = self.slots[vp.index()]
-                .as_mut()
-                .expect("a running VP has a slot");
-            slot.preempting = true;
-            self.preempting += 1;
-            cx.revoke(slot.child);
-        }
+        self.running.preempt_if_needed(cx, waiting);
     }
 
     /// Switches `child`'s warp on or off, re-keying it wherever it is.
@@ -384,11 +337,7 @@ impl Sfq {
                 self.ready.remove(&(old, seq, child));
                 self.ready.insert((new, seq, child));
             }
-            State::Running(vp) => {
-                if self.running.remove(&(old, vp)) {
-                    self.running.insert((new, vp));
-                }
-            }
+            State::Running(vp) => self.running.rerank(vp, new),
         }
         if c.warp > 0 {
             self.preempt_if_needed(cx);
@@ -464,19 +413,12 @@ impl Scheduler for Sfq {
     /// Runs the waiting child with the smallest effective start tag for at
     /// most a quantum, or declines the CPU when nobody waits.
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
-        if vp.index() >= self.slots.len() {
-            self.slots.resize(vp.index() + 1, None);
-        }
         self.stop(vp);
         let Some((eff, _, child)) = self.ready.pop_first() else {
             return Dispatch::Release;
         };
         self.children[child].state = State::Running(vp);
-        self.slots[vp.index()] = Some(Slot {
-            child,
-            preempting: false,
-        });
-        self.running.insert((eff, vp));
+        self.running.place(vp, child, eff, ());
         Dispatch::Run {
             child,
             until: cx.now().saturating_add(self.quantum),
@@ -565,14 +507,7 @@ impl Scheduler for Sfq {
                     }
                 }
                 State::Running(vp) => {
-                    if self
-                        .slots
-                        .get(vp.index())
-                        .copied()
-                        .flatten()
-                        .map(|s| s.child)
-                        != Some(child)
-                    {
+                    if self.running.child_on(vp) != Some(child) {
                         return Err(format!("{child} runs on {vp} but {vp} does not know it"));
                     }
                 }
@@ -588,26 +523,26 @@ impl Scheduler for Sfq {
                 return Err(format!("{child} is runnable but not in the start set"));
             }
         }
-        let (mut preempting, mut candidates) = (0, 0);
-        for (v, slot) in self.slots.iter().enumerate() {
-            let Some(slot) = slot else { continue };
-            let vp = ParentVp(v as u32);
-            let Some(c) = self.children.get(slot.child) else {
-                return Err(format!("{vp} runs {}, which is not registered", slot.child));
+        for (vp, run) in self.running.iter() {
+            let Some(c) = self.children.get(run.child()) else {
+                return Err(format!(
+                    "{vp} runs {}, which is not registered",
+                    run.child()
+                ));
             };
             if c.state != State::Running(vp) {
                 return Err(format!(
                     "{vp} runs {}, which is not running there",
-                    slot.child
+                    run.child()
                 ));
             }
-            if slot.preempting {
-                preempting += 1;
-            } else {
-                candidates += 1;
-                if !self.running.contains(&(c.eff(), vp)) {
-                    return Err(format!("{} runs on {vp} but is no candidate", slot.child));
-                }
+            if !run.preempting() && run.rank() != c.eff() {
+                return Err(format!(
+                    "{} runs on {vp} ranked {} but its effective tag is {}",
+                    run.child(),
+                    run.rank(),
+                    c.eff()
+                ));
             }
         }
         if waiting != self.ready.len()
@@ -621,14 +556,7 @@ impl Scheduler for Sfq {
                 self.runnable
             ));
         }
-        if preempting != self.preempting || candidates != self.running.len() {
-            return Err(format!(
-                "{} preempting / {} candidates recorded, slots say {preempting} / {candidates}",
-                self.preempting,
-                self.running.len()
-            ));
-        }
-        Ok(())
+        self.running.check_invariants()
     }
 }
 

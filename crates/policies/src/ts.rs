@@ -57,7 +57,7 @@
 //! wake-ups and relief cost O(log n) (plus O(vps) when a preemption is
 //! considered).
 
-use crate::preempt;
+use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Scheduler, TimerKey, Value,
@@ -207,14 +207,6 @@ impl Child {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-struct Slot {
-    child: ChildId,
-    prio: i64,
-    until: Instant,
-    preempting: bool,
-}
-
 /// The time-sharing scheduler. See the module documentation.
 #[derive(Debug)]
 pub struct TimeSharing {
@@ -224,10 +216,9 @@ pub struct TimeSharing {
     /// Waiting children relief may raise, by the time they started waiting.
     starving: BTreeSet<(Instant, ChildId)>,
     armed: Option<Instant>,
-    /// Running children not being preempted, lowest priority first.
-    running: BTreeSet<(i64, ParentVp)>,
-    slots: Vec<Option<Slot>>,
-    preempting: usize,
+    /// What runs on each VP, ranked by the priority it was dispatched
+    /// with; the run's horizon.
+    running: RunningSlots<i64, Instant>,
     back_seq: u64,
     head_seq: u64,
     runnable: u32,
@@ -250,9 +241,7 @@ impl TimeSharing {
             queue: BTreeMap::new(),
             starving: BTreeSet::new(),
             armed: None,
-            running: BTreeSet::new(),
-            slots: Vec::new(),
-            preempting: 0,
+            running: RunningSlots::new(Better::Higher),
             back_seq: MIDDLE + 1,
             head_seq: MIDDLE,
             runnable: 0,
@@ -300,29 +289,19 @@ impl TimeSharing {
         }
     }
 
-    fn clear_slot(&mut self, vp: ParentVp) -> Option<Slot> {
-        let slot = self.slots.get_mut(vp.index()).and_then(Option::take)?;
-        if slot.preempting {
-            self.preempting -= 1;
-        } else {
-            self.running.remove(&(slot.prio, vp));
-        }
-        Some(slot)
-    }
-
     /// Whatever ran on `vp` stopped. Preempted: back to the head of its
     /// level with the rest of its slice. Slice used up: the boost decays
     /// (relief ends), back of the level with a new slice.
     fn stop(&mut self, vp: ParentVp, now: Instant) {
-        let Some(slot) = self.clear_slot(vp) else {
+        let Some(run) = self.running.clear(vp) else {
             return;
         };
         let quantum = self.cfg.quantum;
-        let c = &mut self.children[slot.child];
+        let c = &mut self.children[run.child()];
         if c.state != State::Running(vp) {
             return;
         }
-        let used_up = c.slice_left.is_zero() || now >= slot.until;
+        let used_up = c.slice_left.is_zero() || now >= run.data;
         if used_up {
             if c.relief {
                 c.relief = false;
@@ -332,7 +311,7 @@ impl TimeSharing {
             }
             c.slice_left = quantum;
         }
-        self.enqueue(slot.child, !used_up, now);
+        self.enqueue(run.child(), !used_up, now);
     }
 
     fn forget_runnable(&mut self, child: ChildId) {
@@ -340,7 +319,7 @@ impl TimeSharing {
             State::Idle => return,
             State::Waiting(..) => self.unqueue(child),
             State::Running(vp) => {
-                self.clear_slot(vp);
+                self.running.clear(vp);
             }
         }
         self.children[child].state = State::Idle;
@@ -350,29 +329,8 @@ impl TimeSharing {
     /// While the best waiting children outrank the worst running ones,
     /// preempt those (idle held CPUs and re-decisions take them first).
     fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        let Some((&(Reverse(best), _), _)) = self.queue.first_key_value() else {
-            return;
-        };
-        let Some(&(worst, _)) = self.running.first() else {
-            return;
-        };
-        if best <= worst {
-            return;
-        }
-        let spare = preempt::idle_held(cx, |vp| {
-            self.slots.get(vp.index()).copied().flatten().is_some()
-        }) + self.preempting;
         let waiting = self.queue.keys().map(|&(Reverse(p), _)| p);
-        let victims = preempt::victims(waiting, self.running.iter().copied(), spare, |w, r| w > r);
-        for (prio, vp) in victims {
-            self.running.remove(&(prio, vp));
-            let slot = self.slots[vp.index()]
-                .as_mut()
-                .expect("a running VP has a slot");
-            slot.preempting = true;
-            self.preempting += 1;
-            cx.revoke(slot.child);
-        }
+        self.running.preempt_if_needed(cx, waiting);
     }
 
     /// Raises every child that has waited `starve_after` to priority 15
@@ -488,9 +446,6 @@ impl Scheduler for TimeSharing {
 
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         let now = cx.now();
-        if vp.index() >= self.slots.len() {
-            self.slots.resize(vp.index() + 1, None);
-        }
         self.stop(vp, now);
         self.relieve(now);
         let decision = match self.queue.pop_first() {
@@ -502,13 +457,7 @@ impl Scheduler for TimeSharing {
                 c.state = State::Running(vp);
                 let until = now.saturating_add(c.slice_left);
                 let prio = c.prio;
-                self.slots[vp.index()] = Some(Slot {
-                    child,
-                    prio,
-                    until,
-                    preempting: false,
-                });
-                self.running.insert((prio, vp));
+                self.running.place(vp, child, prio, until);
                 Dispatch::Run { child, until }
             }
             None => Dispatch::Release,
@@ -581,14 +530,7 @@ impl Scheduler for TimeSharing {
                 }
                 State::Running(vp) => {
                     runnable += 1;
-                    if self
-                        .slots
-                        .get(vp.index())
-                        .copied()
-                        .flatten()
-                        .map(|s| s.child)
-                        != Some(child)
-                    {
+                    if self.running.child_on(vp) != Some(child) {
                         return Err(format!("{child} runs on {vp} but {vp} does not know it"));
                     }
                 }
@@ -603,29 +545,18 @@ impl Scheduler for TimeSharing {
                 self.runnable
             ));
         }
-        let mut preempting = 0;
-        for (v, slot) in self.slots.iter().enumerate() {
-            let Some(slot) = slot else { continue };
-            let vp = ParentVp(v as u32);
+        for (vp, run) in self.running.iter() {
             let c = self
                 .children
-                .get(slot.child)
-                .ok_or_else(|| format!("{vp} runs {}, which is not registered", slot.child))?;
+                .get(run.child())
+                .ok_or_else(|| format!("{vp} runs {}, which is not registered", run.child()))?;
             if c.state != State::Running(vp) {
                 return Err(format!(
                     "{vp} runs {}, which is not running there",
-                    slot.child
+                    run.child()
                 ));
             }
-            if slot.preempting {
-                preempting += 1;
-            } else if !self.running.contains(&(slot.prio, vp)) {
-                return Err(format!("{} runs on {vp} but is no candidate", slot.child));
-            }
         }
-        if preempting != self.preempting {
-            return Err("preempting count is off".into());
-        }
-        Ok(())
+        self.running.check_invariants()
     }
 }
