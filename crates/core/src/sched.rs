@@ -137,6 +137,9 @@ pub trait Scheduler {
 
     /// The parent took back the CPU held on `vp`; whatever ran on it under
     /// this scheduler has stopped (and was charged). The VP stays requesting.
+    /// What this callback asks of the parents (`Cx::request`,
+    /// `Cx::want_cpus`) is delivered before the CPU is decided again, so the
+    /// new decision already counts those requests.
     fn vp_revoke(&mut self, _cx: &mut Cx, _vp: ParentVp, _cpu: CpuId) {}
 
     /// `child` ran for `ran` ending now (called on every scheduler on the path

@@ -864,11 +864,26 @@ impl Dispatcher {
         self.cpus[cpu].thread = None;
     }
 
+    /// Re-decides `cpu` from its dirty depth: takes the CPU back below it,
+    /// then decides anew. What taking it back made the schedulers below ask
+    /// their parents (a join whose child lost this CPU requests again from
+    /// every parent) is heard before the decision: the CPU stays marked and
+    /// `settle` delivers those notifications first. Deciding before them
+    /// would decide on stale requests: a parent the join had just declined
+    /// would hear the request only after this CPU went elsewhere, preempt
+    /// for it, be declined again because the child runs here by then, and
+    /// so on forever (a livelock of a join under two multi-VP parents).
     fn redecide(&mut self, cpu: usize) {
         let depth = self.cpus[cpu].dirty.take().unwrap();
         self.end_segment(cpu);
         if depth < self.cpus[cpu].path.len() {
             self.unwind_below(cpu, depth);
+            if !self.notes.is_empty() {
+                // Taking back again is a no-op (the path ends at `depth`),
+                // so the next visit descends unless a note moved it up.
+                self.mark_dirty(cpu, depth);
+                return;
+            }
             self.descend(cpu);
         }
         self.cpus[cpu].since = self.now;

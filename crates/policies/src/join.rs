@@ -17,7 +17,11 @@
 //! for the CPU instead, and the VP goes idle. When the parent whose CPU the
 //! child ran on takes it back, every VP requests again, so the parents that
 //! were declined get their say again. When the child releases (blocks),
-//! all VPs are released.
+//! all VPs are released. The dispatcher delivers those requests before it
+//! decides the CPU taken back; deciding it first (on requests a moment
+//! old) livelocked a join under two parents holding two CPUs each: the
+//! parents preempted for the requests arriving late, the join declined
+//! again because the child had got the CPU back meanwhile, and so on.
 //!
 //! **Guarantees.** The child receives at least what any single parent
 //! grants to its VP while the child is runnable and not already running:
