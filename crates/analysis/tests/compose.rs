@@ -5,7 +5,7 @@
 mod build_scenario;
 
 use build_scenario::*;
-use hsched_analysis::compose::{analyse, bench_hierarchy, Received};
+use hsched_analysis::compose::{analyse, bench_hierarchy, Analysis, Received};
 use hsched_analysis::draw;
 use hsched_analysis::rules::{RuleBook, Severity};
 use hsched_core::Value;
@@ -100,26 +100,31 @@ fn a_threads_needs_are_met_through_rewrites_or_reported() {
     assert!(only_error(&a).contains("`needs` = \"RESBH 5\""));
 }
 
+/// A join of a reservation (from `res`) and a slower processor (from a
+/// BSS-I), over a thread that needs `needs`: neither parent's guarantee
+/// implies the other's.
+fn reservation_or_slower_processor(needs: Option<&str>) -> Analysis {
+    scenario(1)
+        .sched("res", "res", &[], &[])
+        .sched("b", "bss-i", &[], &[("res", &[("rate", text("0.5"))])])
+        .sched(
+            "j",
+            "join",
+            &[],
+            &[
+                ("res", &[("amount", ms(10)), ("period", ms(20))]),
+                ("b", &[("guarantee", text("RESU 0.5"))]),
+            ],
+        )
+        .thread_with("t", "j", &[], needs, vec![])
+        .analyse()
+}
+
 #[test]
 fn the_join_picks_what_its_thread_needs() {
     // A join of a reservation (from `res`) and a slower processor (from a
     // BSS-I): neither implies the other.
-    let join = |needs: Option<&str>| {
-        scenario(1)
-            .sched("res", "res", &[], &[])
-            .sched("b", "bss-i", &[], &[("res", &[("rate", text("0.5"))])])
-            .sched(
-                "j",
-                "join",
-                &[],
-                &[
-                    ("res", &[("amount", ms(10)), ("period", ms(20))]),
-                    ("b", &[("guarantee", text("RESU 0.5"))]),
-                ],
-            )
-            .thread_with("t", "j", &[], needs, vec![])
-            .analyse()
-    };
+    let join = reservation_or_slower_processor;
     let a = join(None);
     assert_eq!(
         label(&a, "b", "j"),
@@ -449,22 +454,7 @@ fn what_each_node_and_thread_receives() {
 
     // A join passes on what its thread needs, not the best by rank: that
     // is what it receives in effect.
-    let join = |needs: Option<&str>| {
-        scenario(1)
-            .sched("res", "res", &[], &[])
-            .sched("b", "bss-i", &[], &[("res", &[("rate", text("0.5"))])])
-            .sched(
-                "j",
-                "join",
-                &[],
-                &[
-                    ("res", &[("amount", ms(10)), ("period", ms(20))]),
-                    ("b", &[("guarantee", text("RESU 0.5"))]),
-                ],
-            )
-            .thread_with("t", "j", &[], needs, vec![])
-            .analyse()
-    };
+    let join = reservation_or_slower_processor;
     assert_eq!(
         join(None).received("j").unwrap().guarantee,
         g("RESBS 10, 20")
