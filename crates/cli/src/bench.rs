@@ -52,6 +52,29 @@ fn measure_bvt(threads: usize, quanta: u64) -> Result<f64, CliError> {
     Ok(wall / (sim.decisions() - d0).max(1) as f64)
 }
 
+/// Like `measure_bvt`, for CPU-bound threads under one `hfsc` (quantum
+/// 1ms), each with the concave curve <8e-6, 1ms, 4e-6> (admitted up to
+/// 100,000 threads): decisions go through eligibility, deadline and
+/// finish-value sets.
+fn measure_hfsc(threads: usize, quanta: u64) -> Result<f64, CliError> {
+    let params = Params::new().with("quantum", Value::Duration(Duration::from_millis(1)));
+    let horizon = Duration::from_millis(2 * quanta + quanta / 5 + 1);
+    let mut scn = workloads::flat(threads, 1, "hfsc", params, horizon);
+    for t in &mut scn.threads {
+        t.params = Params::new()
+            .with("r1", Value::Str("0.000008".into()))
+            .with("x", Value::Duration(Duration::from_millis(1)))
+            .with("r2", Value::Str("0.000004".into()));
+    }
+    let mut sim = Simulation::new(&scn, &SimOptions::default(), &[]).map_err(CliError::Failed)?;
+    sim.run_until(Instant::ZERO + Duration::from_millis(quanta / 5));
+    let d0 = sim.decisions();
+    let started = WallClock::now();
+    sim.run_until(Instant::ZERO + Duration::from_millis(quanta / 5 + 2 * quanta));
+    let wall = started.elapsed().as_nanos() as f64;
+    Ok(wall / (sim.decisions() - d0).max(1) as f64)
+}
+
 /// Like `measure_bvt`, for `rialto` ([`workloads::rialto`]): a fixed graph
 /// and constraint load, `threads` threads in all.
 fn measure_rialto(threads: usize, quanta: u64) -> Result<f64, CliError> {
@@ -162,6 +185,7 @@ pub fn command(quick: bool) -> Result<(), CliError> {
     let mut rates = Vec::new();
     let mut table = vec![vec![Vec::new(); levels.len()]; counts.len()];
     let mut bvt = vec![Vec::new(); 2];
+    let mut hfsc = vec![Vec::new(); 2];
     let mut rialto = vec![Vec::new(); rialto_counts.len()];
     let (mut construction, mut free_only, mut on_graph) = (Vec::new(), Vec::new(), Vec::new());
     let mut kinds = Vec::new();
@@ -179,6 +203,9 @@ pub fn command(quick: bool) -> Result<(), CliError> {
         for (i, n) in [10usize, 100_000].into_iter().enumerate() {
             bvt[i].push(measure_bvt(n, quanta)?);
             progress.inc(1);
+        }
+        for (i, n) in [10usize, 100_000].into_iter().enumerate() {
+            hfsc[i].push(measure_hfsc(n, quanta)?);
         }
         for (i, &n) in rialto_counts.iter().enumerate() {
             rialto[i].push(measure_rialto(n, quanta / 10)?);
@@ -200,6 +227,7 @@ pub fn command(quick: bool) -> Result<(), CliError> {
         .map(|row| row.iter().map(|v| best(v)).collect())
         .collect();
     let bvt: Vec<f64> = bvt.iter().map(|v| best(v)).collect();
+    let hfsc: Vec<f64> = hfsc.iter().map(|v| best(v)).collect();
     let rialto: Vec<f64> = rialto.iter().map(|v| best(v)).collect();
     let construction = best_series(&construction);
     let (free_only, on_graph) = (best_series(&free_only), best_series(&on_graph));
@@ -253,6 +281,15 @@ pub fn command(quick: bool) -> Result<(), CliError> {
     println!(
         "  growth from 10 to 100,000 threads: {:.2}x (target: at most 3x)",
         bvt[1] / bvt[0]
+    );
+    println!();
+    println!("hfsc: cost of one decision (CPU-bound threads with concave curves, eligibility / deadline / finish-value sets), ns:");
+    println!("  {:>10}  {:>9}", "threads", "hfsc");
+    println!("  {:>10}  {:>9.0}", 10, hfsc[0]);
+    println!("  {:>10}  {:>9.0}", 100_000, hfsc[1]);
+    println!(
+        "  growth from 10 to 100,000 threads: {:.2}x (target: at most 3x)",
+        hfsc[1] / hfsc[0]
     );
     print_rialto(
         &rialto_counts,

@@ -152,6 +152,54 @@ pub enum Op {
         count: Option<u64>,
         body: Vec<Op>,
     },
+    /// Call stop `stop` exported by protection domain `domain` (Yau et
+    /// al. §6), by a train (the thread itself enters the domain, keeping
+    /// its scheduler and parameters, no rescheduling point) or by RPC (a
+    /// server thread of the domain serves it while the caller blocks).
+    /// A call into a dead domain returns at once with a `server exit` error.
+    Call {
+        domain: String,
+        stop: String,
+        via: Via,
+    },
+    /// Serve RPC requests to this domain forever (an RPC server thread's
+    /// loop): block while there is none, run the stop's body, reply.
+    Serve(String),
+    /// Kill a protection domain (the process dies): see [`DomainSpec`].
+    Kill(String),
+    /// The thread ends here, wherever it is (its invocation records are
+    /// dropped).
+    Exit,
+}
+
+/// How an [`Op::Call`] reaches the server.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    Train,
+    Rpc,
+}
+
+/// A protection domain (a process, Yau et al. §6): the stops it exports
+/// and the threads whose home it is. A thread in no declared domain is
+/// the only member of a private one named after it. A domain is created
+/// by an [`Action::Domain`] and dies by an [`Op::Kill`] or
+/// [`Action::Kill`]: the threads in it at that moment return to their
+/// first valid caller with a `server exit` error, or end; a call whose
+/// caller domain died returns with `broken pipe` to the next valid caller.
+#[derive(Clone, Debug, Serialize)]
+pub struct DomainSpec {
+    pub name: String,
+    pub stops: Vec<StopSpec>,
+    /// Threads whose home domain this is.
+    pub members: Vec<String>,
+}
+
+/// An exported entry point of a domain: the code a call runs there.
+#[derive(Clone, Debug, Serialize)]
+pub struct StopSpec {
+    pub name: String,
+    pub body: Vec<Op>,
 }
 
 /// The `randres` test program of the BVT paper (Duda & Cheriton, SOSP '99,
@@ -365,4 +413,9 @@ pub enum Action {
     },
     /// An operator message to a scheduler.
     Msg { to: String, msg: Msg },
+    /// Create a protection domain (the file's `[[domain]]` tables are
+    /// these, at time zero).
+    Domain(DomainSpec),
+    /// Kill a protection domain.
+    Kill(String),
 }

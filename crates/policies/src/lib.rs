@@ -20,6 +20,12 @@
 //! - [`ts`]: priority time sharing modelled on Windows 2000.
 //! - [`rtwake`]: Vassal's sample real-time scheduler (precise wakeups,
 //!   refused at once when they cannot be honoured).
+//! - [`frc`]: Yau & Lam's fair rate-controlled scheduling (reserved rate,
+//!   work quantum) with differential admission control.
+//! - [`rcsp`]: rate-controlled static precedence (FRC eligibility,
+//!   precedence order).
+//! - [`hfsc`]: hierarchical fair service curve (SCED deadlines on two-piece
+//!   service curves, FRC link sharing through classes).
 //! - [`rialto`]: Rialto (CPU reservations on a precomputed scheduling
 //!   graph, time constraints); the policy and its building blocks.
 //!
@@ -31,9 +37,12 @@ pub mod bvt;
 pub mod dbs;
 pub mod fifo;
 pub mod fp;
+pub mod frc;
+pub mod hfsc;
 pub mod join;
 pub mod limit;
 pub mod preempt;
+pub mod rcsp;
 pub mod res;
 pub mod rialto;
 pub mod rr;
@@ -55,6 +64,9 @@ static REGISTRY: &[PolicyInfo] = &[
     res::INFO,
     ts::INFO,
     rtwake::INFO,
+    frc::INFO,
+    rcsp::INFO,
+    hfsc::INFO,
 ];
 
 /// Every registered policy type, in the order `hsched policies` lists them.
@@ -93,7 +105,7 @@ mod tests {
             names,
             [
                 "fifo", "rr", "fp", "join", "limit", "sfq", "dbs", "bvt", "rialto", "res", "ts",
-                "rtwake"
+                "rtwake", "frc", "rcsp", "hfsc"
             ]
         );
         for info in registry() {

@@ -3,6 +3,7 @@
 //! the whole file (the default scheduler, message targets, and the script
 //! replayed in time order against the hierarchy it changes).
 
+use crate::domains;
 use crate::error::{did_you_mean, Fail, Span};
 use crate::hierarchy::{self, check_link_names, sched_decl, Child, LinkDecl, SchedDecl, World};
 use crate::program::{self, NameRef, Refs};
@@ -23,12 +24,13 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "thread",
     "script",
     "plugins",
+    "domain",
 ];
 const MACHINE_KEYS: &[&str] = &["cpus", "context_switch", "tick", "watchdog"];
 const THREAD_KEYS: &[&str] = &[
-    "name", "parent", "at", "arrival", "count", "program", "needs",
+    "name", "parent", "at", "arrival", "count", "program", "needs", "domain",
 ];
-const ACTIONS: &[&str] = &["load", "unload", "detach", "attach", "move", "msg"];
+const ACTIONS: &[&str] = &["load", "unload", "detach", "attach", "move", "msg", "kill"];
 
 /// At most this many threads after `count` expansion: a bound that keeps a
 /// typo like `count = 10000000000` from exhausting memory.
@@ -111,7 +113,30 @@ pub(crate) fn build(
         }
     }
 
+    let mut domain_decls = domains::domains(list(&top, "domain", "[[domain]] tables")?)?;
+    let script_kills: Vec<NameRef> = script
+        .iter()
+        .filter_map(|s| match &s.action {
+            ActionDecl::Kill(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    let thread_refs: Vec<_> = threads
+        .iter()
+        .map(|t| (t.names.as_slice(), t.domain.as_ref(), &t.refs))
+        .collect();
+    domains::resolve(&mut domain_decls, &thread_refs, &script_kills)?;
+
     let (thread_specs, events) = replay(&mut world, &default_scheduler, &threads, script)?;
+    // Declared domains exist from the start, before any thread arrives.
+    let events = domain_decls
+        .into_iter()
+        .map(|d| ScriptEvent {
+            at: Instant::ZERO,
+            action: Action::Domain(d.spec),
+        })
+        .chain(events)
+        .collect();
     Ok(Scenario {
         name,
         description,
@@ -250,6 +275,8 @@ struct ThreadDecl {
     refs: Refs,
     /// `needs`, checked to be a guarantee.
     needs: Option<String>,
+    /// Its home domain (`domain`); none: a private one.
+    domain: Option<NameRef>,
 }
 
 fn threads(top: &Table<'_>, default: &str, horizon: Duration) -> Result<Vec<ThreadDecl>, Fail> {
@@ -351,6 +378,10 @@ fn threads(top: &Table<'_>, default: &str, horizon: Duration) -> Result<Vec<Thre
             }
             None => None,
         };
+        let domain = match t.get("domain") {
+            Some(d) => Some(name_ref(d, t.key_path("domain"), "a domain name")?),
+            None => None,
+        };
         let mut refs = Refs::default();
         let prog_node = t.require(
             "program",
@@ -388,6 +419,7 @@ fn threads(top: &Table<'_>, default: &str, horizon: Duration) -> Result<Vec<Thre
             program: Program { ops },
             refs,
             needs,
+            domain,
         });
     }
     Ok(out)
@@ -419,6 +451,8 @@ enum ActionDecl<'r> {
         to: NameRef,
         msg: Msg,
     },
+    /// Kill a domain (checked in `domains::resolve`).
+    Kill(NameRef),
 }
 
 fn name_ref(n: &Node, path: String, what: &str) -> Result<NameRef, Fail> {
@@ -557,6 +591,7 @@ fn script<'r>(
                     msg: program::message(&mt)?,
                 }
             }
+            "kill" => ActionDecl::Kill(name_ref(v, p, "the name of a domain to kill")?),
             _ => unreachable!("keys were checked against ACTIONS"),
         };
         out.push(ScriptDecl { at, action });
@@ -848,6 +883,7 @@ fn apply<'r>(
             world.present(&to.name, &to.span, &to.path, t)?;
             Action::Msg { to: to.name, msg }
         }
+        ActionDecl::Kill(r) => Action::Kill(r.name),
     })
 }
 

@@ -14,6 +14,7 @@
 //! what was expected. No input makes the parser panic.
 
 mod build;
+mod domains;
 mod error;
 mod hierarchy;
 mod program;

@@ -1,11 +1,12 @@
 //! Workload programs: the operations a thread runs (`run`, `spin`, `sleep`,
 //! `fault`, `periodic`, `lock`, `unlock`, `yield`, `msg`, `loop`, `randres`,
-//! `constraints`, `frames`) and the duration distributions they draw from.
+//! `constraints`, `frames`, and the cross-domain `call`, `serve`, `kill`,
+//! `exit`) and the duration distributions they draw from.
 
 use crate::error::{did_you_mean, Fail, Span};
 use crate::tree::{index_path, Kind, Node, RawParam};
 use hsched_core::{Duration, Msg, Params, Value};
-use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target};
+use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target, Via};
 use std::collections::BTreeSet;
 
 pub(crate) const OP_KEYS: &[&str] = &[
@@ -22,6 +23,10 @@ pub(crate) const OP_KEYS: &[&str] = &[
     "randres",
     "constraints",
     "frames",
+    "call",
+    "serve",
+    "kill",
+    "exit",
 ];
 
 const DIST_HELP: &str = "a distribution is one of: { uniform = [\"1ms\", \"3ms\"] }, { exponential = \"2ms\", max = \"20ms\" }, { normal = \"5ms\", sd = \"1ms\", min = \"1ms\", max = \"9ms\" }";
@@ -41,6 +46,12 @@ pub(crate) struct Refs {
     pub targets: Vec<NameRef>,
     pub locks: BTreeSet<String>,
     pub unlocks: Vec<NameRef>,
+    /// Stops called, as `domain.stop`.
+    pub calls: Vec<NameRef>,
+    /// Domains served (`serve`).
+    pub serves: Vec<NameRef>,
+    /// Domains killed (`kill`).
+    pub kills: Vec<NameRef>,
 }
 
 /// A non-empty list of operations.
@@ -116,6 +127,82 @@ fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
                 ));
             }
             Op::Yield
+        }
+        "call" => {
+            let t = v.table(
+                &p,
+                "a table: { stop = \"server.compute\", via = \"train\" }",
+            )?;
+            t.only(&["stop", "via"])?;
+            let stop_node = t.require("stop", "the stop to call, as \"domain.stop\"")?;
+            let stop_path = t.key_path("stop");
+            let full = stop_node.str(&stop_path, "a stop as \"domain.stop\"")?;
+            let Some((domain, stop)) = full
+                .split_once('.')
+                .filter(|(d, s)| !d.is_empty() && !s.is_empty() && !s.contains('.'))
+            else {
+                return Err(Fail::new(
+                    &stop_node.span,
+                    &stop_path,
+                    format!(
+                        "`{full}` is not a stop: expected \"domain.stop\", e.g. \"server.compute\""
+                    ),
+                ));
+            };
+            let via = match t.get("via") {
+                None => Via::Train,
+                Some(n) => match n.str(&t.key_path("via"), "\"train\" or \"rpc\"")? {
+                    "train" => Via::Train,
+                    "rpc" => Via::Rpc,
+                    other => {
+                        return Err(Fail::new(
+                            &n.span,
+                            &t.key_path("via"),
+                            format!(
+                                "unknown call mechanism `{other}`: expected \"train\" or \"rpc\""
+                            ),
+                        ))
+                    }
+                },
+            };
+            refs.calls.push(NameRef {
+                name: full.to_string(),
+                span: stop_node.span.clone(),
+                path: stop_path,
+            });
+            Op::Call {
+                domain: domain.to_string(),
+                stop: stop.to_string(),
+                via,
+            }
+        }
+        "serve" => {
+            let name = v.name(&p, "the domain whose RPC requests this thread serves")?;
+            refs.serves.push(NameRef {
+                name: name.to_string(),
+                span: v.span.clone(),
+                path: p.clone(),
+            });
+            Op::Serve(name.to_string())
+        }
+        "kill" => {
+            let name = v.name(&p, "the name of a domain to kill")?;
+            refs.kills.push(NameRef {
+                name: name.to_string(),
+                span: v.span.clone(),
+                path: p.clone(),
+            });
+            Op::Kill(name.to_string())
+        }
+        "exit" => {
+            if !v.bool(&p)? {
+                return Err(Fail::new(
+                    &v.span,
+                    &p,
+                    "`exit = false` does nothing: expected `exit = true`",
+                ));
+            }
+            Op::Exit
         }
         "periodic" => periodic(v, &p, refs)?,
         "frames" => frames(v, &p, refs)?,
@@ -786,7 +873,16 @@ pub(crate) fn takes_time(ops: &[Op]) -> bool {
         Op::Constraints(c) => c.count != Some(0) && constraint_takes_time(c),
         Op::Loop { count, body } => *count != Some(0) && takes_time(body),
         Op::Frames { count, body, .. } => *count != Some(0) && takes_time(body),
-        Op::Lock(_) | Op::Unlock(_) | Op::Msg { .. } | Op::Yield => false,
+        // A call to a dead domain returns at once; `serve` blocks but
+        // never makes the clock pass by itself.
+        Op::Lock(_)
+        | Op::Unlock(_)
+        | Op::Msg { .. }
+        | Op::Yield
+        | Op::Call { .. }
+        | Op::Serve(_)
+        | Op::Kill(_)
+        | Op::Exit => false,
     })
 }
 

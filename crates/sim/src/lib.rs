@@ -16,6 +16,7 @@ mod program;
 pub mod workloads;
 mod world;
 
+pub use world::{CallOutcome, CallRecord, MAX_DEPTH};
 use world::{Ev, World};
 
 use hsched_core::{Duration, Instant, SchedId};
@@ -112,6 +113,18 @@ impl<'a> Simulation<'a> {
     /// Decisions made so far.
     pub fn decisions(&self) -> u64 {
         self.disp.decisions()
+    }
+
+    /// Every cross-domain call made so far (train and RPC), in the order
+    /// made, with when and how each returned.
+    pub fn calls(&self) -> &[CallRecord] {
+        self.world.calls()
+    }
+
+    /// Threads stranded by a domain's death (in a dead domain, or waiting
+    /// for an RPC answer nobody will give), described; empty when none.
+    pub fn stranded(&self) -> Vec<String> {
+        self.world.stranded()
     }
 
     /// Events processed so far.

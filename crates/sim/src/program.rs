@@ -6,7 +6,7 @@
 //! deterministic.
 
 use hsched_core::{Duration, Instant, Msg};
-use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target};
+use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target, Via};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, Exp, Normal};
@@ -61,6 +61,16 @@ pub(crate) enum Instr {
     FrameEnd {
         start: usize,
     },
+    /// A call to a domain's stop (see `trains`).
+    Call {
+        domain: String,
+        stop: String,
+        via: Via,
+    },
+    /// An RPC server's loop: the thread stays on it for ever.
+    Serve(String),
+    Kill(String),
+    Exit,
 }
 
 /// Compiles a program; mutex names are interned through `mutex_id`.
@@ -83,6 +93,14 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
             Op::Unlock(m) => out.push(Instr::Unlock(mutex_id(m))),
             Op::Msg { to, msg } => out.push(Instr::Msg(to.clone(), msg.clone())),
             Op::Yield => out.push(Instr::Yield),
+            Op::Call { domain, stop, via } => out.push(Instr::Call {
+                domain: domain.clone(),
+                stop: stop.clone(),
+                via: *via,
+            }),
+            Op::Serve(d) => out.push(Instr::Serve(d.clone())),
+            Op::Kill(d) => out.push(Instr::Kill(d.clone())),
+            Op::Exit => out.push(Instr::Exit),
             Op::Frames {
                 max_gap,
                 count,

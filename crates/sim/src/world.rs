@@ -19,6 +19,11 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
 
+#[path = "trains.rs"]
+mod trains;
+pub use trains::{CallOutcome, CallRecord, MAX_DEPTH};
+use trains::{Domain, Record};
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Ev {
     /// Thread spec `i` arrives.
@@ -79,6 +84,15 @@ struct SimThread {
     wakeup_job: Option<usize>,
     wakeup_jobs: u64,
     stats: ThreadResult,
+    /// The domain it is in now (its home, or a train call's server).
+    domain: usize,
+    /// Train invocation records, innermost last.
+    stack: Vec<Record>,
+    /// The RPC call it is blocked on.
+    waiting_call: Option<usize>,
+    /// Its domain was killed: its next step returns to its first valid
+    /// caller with `server exit`, or ends the thread.
+    leaving: bool,
 }
 
 struct MutexState {
@@ -100,11 +114,13 @@ pub(crate) struct World {
     jobs: Vec<JobRecord>,
     log: Vec<LogEntry>,
     trace: Option<Trace>,
+    domains: Vec<Domain>,
+    calls: Vec<CallRecord>,
 }
 
 impl World {
     pub(crate) fn new(scn: &Scenario, seed: u64, trace: bool) -> Self {
-        World {
+        let mut world = World {
             seed,
             cs: scn.machine.context_switch,
             cpus: (0..scn.machine.cpus)
@@ -129,7 +145,37 @@ impl World {
             jobs: Vec::new(),
             log: Vec::new(),
             trace: trace.then(Trace::default),
+            domains: Vec::new(),
+            calls: Vec::new(),
+        };
+        // Declared domains exist before anything arrives.
+        for ev in &scn.script {
+            if let (Action::Domain(spec), true) = (&ev.action, ev.at == Instant::ZERO) {
+                let _ = world.create_domain(spec);
+            }
         }
+        world
+    }
+
+    /// Every call made so far.
+    pub(crate) fn calls(&self) -> &[CallRecord] {
+        &self.calls
+    }
+
+    /// Compiles operations, interning mutex names.
+    fn compile_ops(&mut self, ops: &[hsched_model::Op]) -> Rc<[Instr]> {
+        let mut intern = |name: &str| match self.mutex_names.iter().position(|n| n == name) {
+            Some(i) => i,
+            None => {
+                self.mutex_names.push(name.to_string());
+                self.mutexes.push(MutexState {
+                    owner: None,
+                    waiters: VecDeque::new(),
+                });
+                self.mutex_names.len() - 1
+            }
+        };
+        compile(ops, &mut intern).into()
     }
 
     pub(crate) fn push(&mut self, at: Instant, ev: Ev) {
@@ -410,18 +456,17 @@ impl World {
         };
         let (t, _) = disp.add_thread(&spec.name, parent, &spec.params);
         debug_assert_eq!(t.index(), self.threads.len());
-        let mut intern = |name: &str| match self.mutex_names.iter().position(|n| n == name) {
-            Some(i) => i,
-            None => {
-                self.mutex_names.push(name.to_string());
-                self.mutexes.push(MutexState {
-                    owner: None,
-                    waiters: VecDeque::new(),
-                });
-                self.mutex_names.len() - 1
-            }
-        };
-        let code: Rc<[Instr]> = compile(&spec.program.ops, &mut intern).into();
+        let code = self.compile_ops(&spec.program.ops);
+        let members: Vec<(String, String)> = scn
+            .script
+            .iter()
+            .filter_map(|e| match &e.action {
+                Action::Domain(d) => Some(d),
+                _ => None,
+            })
+            .flat_map(|d| d.members.iter().map(|m| (m.clone(), d.name.clone())))
+            .collect();
+        let domain = self.home_domain(&spec.name, &members);
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         rng.set_stream(i as u64 + 1);
         self.threads.push(SimThread {
@@ -446,6 +491,11 @@ impl World {
                 arrival: now,
                 ..Default::default()
             },
+            domain,
+            stack: Vec::new(),
+            waiting_call: None,
+            // Born into a dead domain: it ends at once.
+            leaving: !self.domains[domain].alive,
         });
         self.resume(disp, now, t);
     }
@@ -494,6 +544,18 @@ impl World {
                 },
                 None => Err(format!("msg: no scheduler `{to}`")),
             },
+            // Those at time zero were created with the world.
+            Action::Domain(spec) if scn.script[i].at == Instant::ZERO => {
+                Ok(format!("domain `{}` created", spec.name))
+            }
+            Action::Domain(spec) => self.create_domain(spec),
+            Action::Kill(name) => {
+                self.kill_domain(now, name, None);
+                while let Some(w) = self.handed_over.pop() {
+                    self.resume(disp, now, w);
+                }
+                return;
+            }
         };
         match result {
             Ok(text) => self.record(now, LogKind::Script, text),
@@ -504,6 +566,9 @@ impl World {
     /// Runs thread `t`'s program from where it is, at `now`, until it needs
     /// the CPU, blocks or ends; then tells the dispatcher what changed.
     fn resume(&mut self, disp: &mut Dispatcher, now: Instant, t: ThreadId) {
+        if self.threads[t.index()].exited {
+            return;
+        }
         let mut yielded = false;
         let outcome = self.step(disp, now, t, &mut yielded);
         let th = &mut self.threads[t.index()];
@@ -533,6 +598,8 @@ impl World {
                 }
             }
             Outcome::Exit => {
+                self.abandon_stack(now, t);
+                let th = &mut self.threads[t.index()];
                 // Where it ended up, for the report (it leaves its scheduler now).
                 if let Some(s) = disp.thread_sched(t) {
                     th.stats.scheduler = disp.sched_name(s).to_string();
@@ -559,11 +626,22 @@ impl World {
     ) -> Outcome {
         loop {
             let th = &mut self.threads[t.index()];
+            if th.leaving {
+                th.leaving = false;
+                if self.unwind(now, t, CallOutcome::ServerExit) {
+                    continue;
+                }
+                return Outcome::Exit;
+            }
             if !th.remaining.is_zero() {
                 return Outcome::NeedsCpu;
             }
             let code = th.code.clone();
             let Some(instr) = code.get(th.cursor.pc) else {
+                // The end of a stop's body is a return to the caller.
+                if self.unwind(now, t, CallOutcome::Ok) {
+                    continue;
+                }
                 return Outcome::Exit;
             };
             match instr {
@@ -722,6 +800,21 @@ impl World {
                     th.cursor.pc += 1;
                     *yielded = true;
                 }
+                Instr::Call { domain, stop, via } => {
+                    if let Some(outcome) = self.call(now, t, domain, stop, *via) {
+                        return outcome;
+                    }
+                }
+                Instr::Serve(domain) => {
+                    if let Some(outcome) = self.serve(t, domain) {
+                        return outcome;
+                    }
+                }
+                Instr::Kill(domain) => {
+                    th.cursor.pc += 1;
+                    self.kill_domain(now, domain, Some(t));
+                }
+                Instr::Exit => return Outcome::Exit,
                 Instr::LoopStart { count, end } => {
                     if *count == Some(0) {
                         th.cursor.pc = *end;

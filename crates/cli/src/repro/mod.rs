@@ -95,6 +95,9 @@ mod hls;
 mod hls_guarantees;
 mod rialto;
 mod vassal;
+mod yau;
+mod yau_hfsc;
+mod yau_trains;
 
 /// A scenario of `scenarios/papers/`: its path and its text, compiled in.
 macro_rules! scenario {
@@ -115,6 +118,9 @@ pub fn entries() -> Vec<Entry> {
     all.extend(bvt::entries());
     all.extend(rialto::entries());
     all.extend(vassal::entries());
+    all.extend(yau::entries());
+    all.extend(yau_hfsc::entries());
+    all.extend(yau_trains::entries());
     all
 }
 

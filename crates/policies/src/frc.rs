@@ -1,0 +1,816 @@
+//! `frc`: fair rate-controlled scheduling, with differential admission
+//! control.
+//!
+//! **Source.** Yau & Lam, "Decoupled delay and rate guarantees..." (the
+//! "trains" paper): §3, Figure 1 (FRC, lines L1–L8), Theorem 1 and
+//! Corollary 1.1; §3.1 (differential admission control). This file also
+//! holds the finish-value machinery [`Ledger`] that `rcsp` (§4) shares.
+//!
+//! **Algorithm.** Each child `i` has a reserved rate `r_i` and a work
+//! quantum `w_i`, and a finish value `f_i`. `Δ` is the runnable set.
+//! - Wakeup (L1–L4): `vtime = min{f_j : j ∈ Δ} + w_i/r_i`,
+//!   `f_i = max(f_i, vtime)`, `i` joins `Δ`. With `Δ` empty the minimum is
+//!   the last one `Δ` had (it never decreases; a new child starts there).
+//! - Block and tick (L5–L8): `f_i += runtime/r_i` (every `charge`, i.e. at
+//!   the end of every run segment: a block, a preemption, a decision's
+//!   horizon or a platform tick); a block removes `i` from `Δ`.
+//! - The waiting child with the smallest finish value runs (ties: the
+//!   earliest to queue). A running child is not preempted before it has run
+//!   `w_i` since it was dispatched after a wakeup or a preemption (the
+//!   no-preemption-before-w rule); after that its decision ends exactly when
+//!   its finish value passes the smallest waiting one (the ideal tick), and
+//!   a wakeup with a smaller finish value than its current one preempts it
+//!   (on one CPU that cannot happen: a waking child starts at least `w/r`
+//!   above the minimum, which an unprotected running child holds). A
+//!   running child's finish value is projected to now when a wakeup reads
+//!   the minimum ([`Ledger::min_now`]), the paper's per-tick update made
+//!   exact.
+//!
+//! **Exact arithmetic.** Rates are exact fractions `num/den` (a `rate`
+//! parameter is a decimal with at most six places, i.e. ppm; with service
+//! classes the effective rate `r̂·R/max(R, Σr̂)` is kept as a fraction).
+//! Finish values are `u128` in picoseconds of virtual time
+//! ([`FINISH_SCALE`] units per ns). `runtime/r` is exact up to a remainder
+//! kept per child and carried into the next charge (dropped when the rate
+//! changes or the child is brought forward at a wakeup), so the error stays
+//! below one unit. `w/r` at a wakeup is rounded down (< 1 ps). Overflow:
+//! a finish value grows by at most `runtime/r`; with the smallest possible
+//! rate (1 ppm × 1 ppm class share = 1e-12) one second of service is 1e24
+//! ps, so `u128` (3.4e38) lasts for more than 1e14 s of CPU time.
+//!
+//! **Parameters.** `min_quantum` (default 1ms): the smallest work quantum
+//! (§3.3 recommends enforcing one; a smaller child `quantum` is raised to
+//! it). `classes` (default empty: no admission control): service classes
+//! as `"NAME:RATE:OVERBOOK, ..."`, e.g. `"GR:0.6:0, FR:0.4:inf"`, rates and
+//! overbook fractions decimals (`inf` for FR), class rates summing to at
+//! most 1. **Child parameters.** `rate` (decimal string in `(0, 1]`, default
+//! `"0.1"`): the reserved rate, or with classes the nominal rate `r̂`;
+//! `quantum` (default 10ms): `w`; `class` (default: the first class).
+//!
+//! **Admission (§3.1).** Without classes every child is admitted at its
+//! rate. With classes a child joins class `k` iff
+//! `Σ r̂ (already admitted) + r̂_i ≤ R_k (1 + b_k)`; a refusal names the
+//! class and the numbers. Effective rates `r̂·R_k/max(R_k, Σr̂)` are
+//! recomputed for the whole class whenever a child joins or leaves (O(size
+//! of the class)).
+//!
+//! **Guarantees.** Theorem 1: a child continuously runnable over `[t, t']`
+//! gets at least bound (3) with `q_j = w_j + tick`; with `Σ r ≤ 1` (GR
+//! classes, or rates admitted by hand) Corollary 1.1's bound (4). Work
+//! conserving. **Limits.** The bounds are for one CPU; on several CPUs the
+//! smallest finish values run (global FRC), no bound claimed. Cost:
+//! O(log n) per decision, wakeup, block and charge; a wakeup also scans
+//! the running slots (O(vps)).
+
+use hsched_core::{
+    ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
+    ParentVp, PolicyInfo, Reject, Scheduler, Value,
+};
+use std::collections::{BTreeMap, BTreeSet};
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "frc",
+    summary: "fair rate-controlled scheduling (reserved rate and work quantum per child)",
+    doc: "Yau & Lam's FRC (section 3, Figure 1): each child has a reserved `rate` and a \
+          work `quantum`; finish values advance by runtime/rate and a waking child starts \
+          at most quantum/rate ahead of the slowest runnable one; the smallest finish value \
+          runs, never preempted before it has run its quantum. Optional differential \
+          admission control (section 3.1): `classes = \"GR:0.6:0, FR:0.4:inf\"` and child \
+          `class`. A continuously runnable child gets Theorem 1's bound; with total rate \
+          at most 1, Corollary 1.1's.",
+    params,
+    child_params,
+    build,
+    max_parents: 1,
+    max_children: u32::MAX,
+};
+
+/// Finish-value units per nanosecond of virtual time (picoseconds).
+pub const FINISH_SCALE: u128 = 1_000;
+/// Parts per million: the unit of a `rate` parameter.
+pub const PPM: u128 = 1_000_000;
+pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
+pub const DEFAULT_MIN_QUANTUM: Duration = Duration::from_millis(1);
+pub const DEFAULT_RATE: &str = "0.1";
+
+pub(crate) fn common_params() -> Vec<ParamSpec> {
+    vec![
+        ParamSpec::new(
+            "min_quantum",
+            ParamKind::Duration {
+                min: Duration::from_nanos(1),
+            },
+            "the smallest work quantum; a child's smaller `quantum` is raised to it",
+        )
+        .with_default(Value::Duration(DEFAULT_MIN_QUANTUM)),
+        ParamSpec::new(
+            "classes",
+            ParamKind::Str,
+            "service classes \"NAME:RATE:OVERBOOK, ...\" (overbook `inf` for FR); empty: none",
+        )
+        .with_default(Value::Str(String::new())),
+    ]
+}
+
+fn params() -> Vec<ParamSpec> {
+    common_params()
+}
+
+pub(crate) fn common_child_params() -> Vec<ParamSpec> {
+    vec![
+        ParamSpec::new(
+            "rate",
+            ParamKind::Str,
+            "reserved (or, with classes, nominal) rate: a decimal in (0, 1], at most 6 places",
+        )
+        .with_default(Value::Str(DEFAULT_RATE.into())),
+        ParamSpec::new(
+            "quantum",
+            ParamKind::Duration {
+                min: Duration::from_nanos(1),
+            },
+            "work quantum w: how long the child runs before it may be preempted",
+        )
+        .with_default(Value::Duration(DEFAULT_QUANTUM)),
+        ParamSpec::new(
+            "class",
+            ParamKind::Str,
+            "service class to join (default: the first declared)",
+        )
+        .with_default(Value::Str(String::new())),
+    ]
+}
+
+fn child_params() -> Vec<ParamSpec> {
+    common_child_params()
+}
+
+fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
+    let ledger = Ledger::from_params(params)?;
+    Ok(Box::new(Frc::new(ledger)))
+}
+
+/// Parses a decimal like `0.2`, `.05`, `1` or `1.000000` into parts per
+/// million. `max` bounds the value (in ppm); `inf` is not accepted here.
+pub fn parse_ppm(text: &str) -> Result<u64, String> {
+    let s = text.trim();
+    let (int, frac) = match s.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (s, ""),
+    };
+    if (int.is_empty() && frac.is_empty())
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(format!("`{text}`: expected a decimal such as 0.25"));
+    }
+    if frac.len() > 6 {
+        return Err(format!("`{text}`: at most 6 decimal places (ppm)"));
+    }
+    let int: u64 = if int.is_empty() {
+        0
+    } else {
+        int.parse()
+            .ok()
+            .filter(|v: &u64| *v <= 1_000_000)
+            .ok_or_else(|| format!("`{text}`: too large"))?
+    };
+    let mut f: u64 = if frac.is_empty() {
+        0
+    } else {
+        frac.parse().unwrap_or(0)
+    };
+    for _ in frac.len()..6 {
+        f *= 10;
+    }
+    Ok(int * 1_000_000 + f)
+}
+
+/// A rate in `(0, 1]` parsed from a decimal, in ppm.
+pub fn parse_rate(text: &str) -> Result<u64, String> {
+    let ppm = parse_ppm(text)?;
+    if ppm == 0 || ppm > 1_000_000 {
+        return Err(format!("`{text}`: expected a rate in (0, 1]"));
+    }
+    Ok(ppm)
+}
+
+/// One service class of §3.1.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceClass {
+    pub name: String,
+    /// `R_k`, ppm.
+    pub rate: u64,
+    /// `b_k`, ppm; `None` is infinite (FR).
+    pub overbook: Option<u64>,
+    /// `Σ r̂` of the admitted children, ppm.
+    pub admitted: u64,
+}
+
+impl ServiceClass {
+    /// Whether `Σ r̂ + extra ≤ R (1 + b)`, exactly.
+    fn admits(&self, extra: u64) -> bool {
+        match self.overbook {
+            None => true,
+            Some(b) => {
+                u128::from(self.admitted + extra) * PPM
+                    <= u128::from(self.rate) * (PPM + u128::from(b))
+            }
+        }
+    }
+}
+
+/// Parses `"GR:0.6:0, FR:0.4:inf"`.
+pub fn parse_classes(text: &str) -> Result<Vec<ServiceClass>, String> {
+    let mut out: Vec<ServiceClass> = Vec::new();
+    if text.trim().is_empty() {
+        return Ok(out);
+    }
+    for part in text.split(',') {
+        let fields: Vec<&str> = part.split(':').map(str::trim).collect();
+        let [name, rate, overbook] = fields[..] else {
+            return Err(format!(
+                "`classes`: `{}`: expected NAME:RATE:OVERBOOK, e.g. GR:0.6:0",
+                part.trim()
+            ));
+        };
+        if name.is_empty() || out.iter().any(|c| c.name == name) {
+            return Err(format!("`classes`: class name `{name}` empty or repeated"));
+        }
+        let rate = parse_rate(rate).map_err(|e| format!("`classes`: {name} rate {e}"))?;
+        let overbook = if overbook.eq_ignore_ascii_case("inf") {
+            None
+        } else {
+            Some(parse_ppm(overbook).map_err(|e| format!("`classes`: {name} overbook {e}"))?)
+        };
+        out.push(ServiceClass {
+            name: name.to_string(),
+            rate,
+            overbook,
+            admitted: 0,
+        });
+    }
+    let total: u64 = out.iter().map(|c| c.rate).sum();
+    if total > 1_000_000 {
+        return Err(format!(
+            "`classes`: class rates sum to {}, more than 1",
+            total as f64 / 1e6
+        ));
+    }
+    Ok(out)
+}
+
+/// A runnable child's place: waiting (queued with a sequence number) or
+/// running on a VP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum State {
+    Idle,
+    Waiting { seq: u64 },
+    Running(ParentVp),
+}
+
+/// FRC's per-child state.
+#[derive(Clone, Debug)]
+pub(crate) struct Account {
+    /// Nominal (or reserved) rate, ppm.
+    pub nominal: u64,
+    /// Effective rate `num/den`.
+    pub num: u128,
+    pub den: u128,
+    pub quantum: Duration,
+    pub class: Option<usize>,
+    pub finish: u128,
+    /// `(runtime · FINISH_SCALE · den) mod num` not yet in `finish`.
+    pub rem: u128,
+    pub state: State,
+    pub precedence: i64,
+}
+
+impl Account {
+    /// `w/r` in finish units (rounded down).
+    pub fn lead(&self) -> u128 {
+        u128::from(self.quantum.as_nanos()) * FINISH_SCALE * self.den / self.num
+    }
+    /// The service time (ns, rounded up, at least 1) for `finish` to grow
+    /// by `delta` units.
+    pub fn time_for(&self, delta: u128) -> Duration {
+        let ns = (delta * self.num).div_ceil(FINISH_SCALE * self.den);
+        Duration(u64::try_from(ns.max(1)).unwrap_or(u64::MAX))
+    }
+    /// `finish` after `ran` more service, without the carried remainder.
+    pub fn projected(&self, ran: Duration) -> u128 {
+        self.finish + u128::from(ran.as_nanos()) * FINISH_SCALE * self.den / self.num
+    }
+}
+
+/// The finish-value bookkeeping FRC and RCSP share: accounts, `Δ` ordered
+/// by finish value, the floor used when `Δ` is empty, and admission.
+#[derive(Debug)]
+pub(crate) struct Ledger {
+    pub min_quantum: Duration,
+    pub classes: Vec<ServiceClass>,
+    pub accounts: ChildMap<Account>,
+    /// `Δ` by finish value.
+    pub delta: BTreeSet<(u128, ChildId)>,
+    /// The last `min{f_j : j ∈ Δ}` (never decreases).
+    pub floor: u128,
+    pub next_seq: u64,
+}
+
+impl Ledger {
+    pub fn from_params(params: &Params) -> Result<Self, String> {
+        let classes = parse_classes(params.str("classes"))?;
+        Ok(Ledger {
+            min_quantum: params.duration("min_quantum"),
+            classes,
+            accounts: ChildMap::new(),
+            delta: BTreeSet::new(),
+            floor: 0,
+            next_seq: 0,
+        })
+    }
+
+    pub fn seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq
+    }
+
+    /// `min{f_j : j ∈ Δ}`, or the floor when `Δ` is empty.
+    pub fn min_finish(&self) -> u128 {
+        self.delta.first().map_or(self.floor, |&(f, _)| f)
+    }
+
+    fn refresh_floor(&mut self) {
+        self.floor = self.floor.max(self.min_finish());
+    }
+
+    /// Admission: checks and records a new child. `policy` names the
+    /// refuser.
+    pub fn admit(&mut self, policy: &str, child: ChildId, params: &Params) -> Result<(), Reject> {
+        let text = params.get("rate").and_then(|v| match v {
+            Value::Str(s) => Some(s.clone()),
+            _ => None,
+        });
+        let text = text.unwrap_or_else(|| DEFAULT_RATE.into());
+        let nominal =
+            parse_rate(&text).map_err(|e| Reject(format!("{policy}: child `rate` {e}")))?;
+        let quantum = params
+            .opt_duration("quantum")
+            .unwrap_or(DEFAULT_QUANTUM)
+            .max(self.min_quantum);
+        let precedence = params.opt_int("precedence").unwrap_or(0);
+        let class = match params.get("class") {
+            Some(Value::Str(s)) if !s.is_empty() => Some(s.clone()),
+            _ => None,
+        };
+        let class = if self.classes.is_empty() {
+            if let Some(name) = class {
+                return Err(Reject(format!(
+                    "{policy}: child asks for class `{name}` but no `classes` are declared"
+                )));
+            }
+            None
+        } else {
+            let k = match &class {
+                None => 0,
+                Some(name) => self
+                    .classes
+                    .iter()
+                    .position(|c| &c.name == name)
+                    .ok_or_else(|| {
+                        let known: Vec<&str> =
+                            self.classes.iter().map(|c| c.name.as_str()).collect();
+                        Reject(format!(
+                            "{policy}: unknown class `{name}` (declared: {})",
+                            known.join(", ")
+                        ))
+                    })?,
+            };
+            let c = &self.classes[k];
+            if !c.admits(nominal) {
+                let b = c.overbook.unwrap_or(0);
+                return Err(Reject(format!(
+                    "{policy}: class `{}` refuses rate {}: admitted {} + {} > R (1 + b) = {} × (1 + {}) = {}",
+                    c.name,
+                    ppm_str(nominal),
+                    ppm_str(c.admitted),
+                    ppm_str(nominal),
+                    ppm_str(c.rate),
+                    ppm_str(b),
+                    (c.rate as f64) * (1e6 + b as f64) / 1e12
+                )));
+            }
+            Some(k)
+        };
+        let floor = self.min_finish().max(self.floor);
+        self.accounts.insert(
+            child,
+            Account {
+                nominal,
+                num: u128::from(nominal),
+                den: PPM,
+                quantum,
+                class,
+                finish: floor,
+                rem: 0,
+                state: State::Idle,
+                precedence,
+            },
+        );
+        if let Some(k) = class {
+            self.classes[k].admitted += nominal;
+            self.recompute_class(k);
+        }
+        Ok(())
+    }
+
+    /// A child leaves: its rate goes back to its class.
+    pub fn leave(&mut self, child: ChildId) {
+        if let Some(a) = self.accounts.remove(child) {
+            if let Some(k) = a.class {
+                self.classes[k].admitted -= a.nominal;
+                self.recompute_class(k);
+            }
+        }
+    }
+
+    /// Effective rates `r̂ R / max(R, Σ r̂)` for every member of class `k`.
+    fn recompute_class(&mut self, k: usize) {
+        let c = &self.classes[k];
+        let (rate, sum) = (u128::from(c.rate), u128::from(c.admitted.max(c.rate)));
+        for (_, a) in self.accounts.iter_mut() {
+            if a.class == Some(k) {
+                let (num, den) = (u128::from(a.nominal) * rate, PPM * sum);
+                if (num, den) != (a.num, a.den) {
+                    a.num = num;
+                    a.den = den;
+                    a.rem = 0;
+                }
+            }
+        }
+    }
+
+    /// `min{f_j : j ∈ Δ}` as of now: a running child's finish value is
+    /// projected to its service so far (`running` gives how long each has
+    /// run since its last charge). The paper's kernel updates it at every
+    /// clock tick; projecting it is that tick made exact, so a waking
+    /// thread is never placed behind a long-running thread's stale value.
+    pub fn min_now(&self, running: &[(ChildId, Duration)]) -> u128 {
+        let still = self
+            .delta
+            .iter()
+            .find(|(_, c)| !matches!(self.accounts[*c].state, State::Running(_)))
+            .map(|&(f, _)| f);
+        let moving = running
+            .iter()
+            .filter_map(|&(c, ran)| self.accounts.get(c).map(|a| a.projected(ran)))
+            .min();
+        match (still, moving) {
+            (Some(a), Some(b)) => a.min(b),
+            (Some(a), None) | (None, Some(a)) => a,
+            (None, None) => self.floor,
+        }
+    }
+
+    /// L1–L4: the wakeup update against `min` (see [`Ledger::min_now`]);
+    /// `i` joins `Δ`.
+    pub fn wake(&mut self, child: ChildId, min: u128) {
+        let vtime = min + self.accounts[child].lead();
+        let a = &mut self.accounts[child];
+        if vtime > a.finish {
+            a.finish = vtime;
+            a.rem = 0;
+        }
+        self.delta.insert((a.finish, child));
+        self.refresh_floor();
+    }
+
+    /// L5–L6: `f += runtime/r`, exactly (remainder carried).
+    pub fn charge(&mut self, child: ChildId, ran: Duration) {
+        let Some(a) = self.accounts.get_mut(child) else {
+            return;
+        };
+        let in_delta = self.delta.remove(&(a.finish, child));
+        let scaled = u128::from(ran.as_nanos()) * FINISH_SCALE * a.den + a.rem;
+        a.finish += scaled / a.num;
+        a.rem = scaled % a.num;
+        if in_delta {
+            self.delta.insert((a.finish, child));
+        }
+        self.refresh_floor();
+    }
+
+    /// L8: `i` leaves `Δ`.
+    pub fn block(&mut self, child: ChildId) {
+        let f = self.accounts[child].finish;
+        self.delta.remove(&(f, child));
+        self.refresh_floor();
+        self.accounts[child].state = State::Idle;
+    }
+
+    pub fn check(&self) -> Result<(), String> {
+        for &(f, child) in &self.delta {
+            match self.accounts.get(child) {
+                Some(a) if a.finish == f && a.state != State::Idle => {}
+                other => return Err(format!("Δ entry {f} -> {child} does not match {other:?}")),
+            }
+        }
+        let mut runnable = 0;
+        for (child, a) in self.accounts.iter() {
+            if a.rem >= a.num {
+                return Err(format!("{child}: remainder {} >= {}", a.rem, a.num));
+            }
+            if a.quantum < self.min_quantum {
+                return Err(format!("{child}: quantum below the minimum"));
+            }
+            if a.state != State::Idle {
+                runnable += 1;
+            }
+        }
+        if runnable != self.delta.len() {
+            return Err(format!(
+                "{runnable} runnable children but |Δ| = {}",
+                self.delta.len()
+            ));
+        }
+        if let Some(&(f, _)) = self.delta.first() {
+            if f < self.floor {
+                return Err(format!("min f {f} below the floor {}", self.floor));
+            }
+        }
+        for (k, c) in self.classes.iter().enumerate() {
+            let sum: u64 = self
+                .accounts
+                .iter()
+                .filter(|(_, a)| a.class == Some(k))
+                .map(|(_, a)| a.nominal)
+                .sum();
+            if sum != c.admitted || !c.admits(0) {
+                return Err(format!(
+                    "class {}: admitted {} (members sum to {sum}) against R(1+b)",
+                    c.name, c.admitted
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+pub(crate) fn ppm_str(ppm: u64) -> String {
+    let s = format!("{}.{:06}", ppm / 1_000_000, ppm % 1_000_000);
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// A child running on a VP: since when, and until when it is protected.
+#[derive(Clone, Copy, Debug)]
+struct Run {
+    child: ChildId,
+    since: Instant,
+    protected_until: Instant,
+}
+
+/// The FRC scheduler. See the module documentation.
+#[derive(Debug)]
+pub struct Frc {
+    ledger: Ledger,
+    /// Waiting children by (finish value, queue order).
+    ready: BTreeSet<(u128, u64, ChildId)>,
+    running: BTreeMap<ParentVp, Run>,
+    /// How much of its work quantum each runnable child still has before
+    /// it may be preempted.
+    protect: ChildMap<Duration>,
+    runnable: u32,
+}
+
+impl Frc {
+    /// An FRC scheduler from unchecked policy parameters (`min_quantum`,
+    /// `classes`), resolved against the declaration.
+    pub fn with_params(params: &Params) -> Result<Self, String> {
+        let resolved = params.resolve(&self::params())?;
+        Ok(Frc::new(Ledger::from_params(&resolved)?))
+    }
+
+    fn new(ledger: Ledger) -> Self {
+        Frc {
+            ledger,
+            ready: BTreeSet::new(),
+            running: BTreeMap::new(),
+            protect: ChildMap::new(),
+            runnable: 0,
+        }
+    }
+
+    /// `child`'s finish value, in [`FINISH_SCALE`] units per ns.
+    pub fn finish(&self, child: ChildId) -> Option<u128> {
+        self.ledger.accounts.get(child).map(|a| a.finish)
+    }
+
+    /// `child`'s effective rate as a fraction `(num, den)`.
+    pub fn effective_rate(&self, child: ChildId) -> Option<(u128, u128)> {
+        self.ledger.accounts.get(child).map(|a| (a.num, a.den))
+    }
+
+    /// The service classes with what each has admitted.
+    pub fn classes(&self) -> &[ServiceClass] {
+        &self.ledger.classes
+    }
+
+    fn enqueue(&mut self, child: ChildId) {
+        let seq = self.ledger.seq();
+        let a = &mut self.ledger.accounts[child];
+        a.state = State::Waiting { seq };
+        self.ready.insert((a.finish, seq, child));
+    }
+
+    /// Whatever ran on `vp` stopped; a still runnable child waits again.
+    fn stop(&mut self, vp: ParentVp) -> Option<ChildId> {
+        let run = self.running.remove(&vp)?;
+        if self.ledger.accounts.get(run.child)?.state != State::Running(vp) {
+            return None;
+        }
+        self.enqueue(run.child);
+        Some(run.child)
+    }
+
+    fn remove_runnable(&mut self, child: ChildId) {
+        match self.ledger.accounts[child].state {
+            State::Idle => return,
+            State::Waiting { seq } => {
+                let f = self.ledger.accounts[child].finish;
+                self.ready.remove(&(f, seq, child));
+            }
+            State::Running(vp) => {
+                self.running.remove(&vp);
+            }
+        }
+        self.ledger.block(child);
+        self.protect.remove(child);
+        self.runnable -= 1;
+    }
+
+    /// A wakeup preempts the running child whose current finish value is
+    /// largest, if it is larger than the woken one's and that child is no
+    /// longer protected, unless a VP is free anyway.
+    fn preempt_for(&mut self, cx: &mut Cx, woken: ChildId) {
+        if (self.running.len() as u32) < cx.vp_count() {
+            return;
+        }
+        let f = self.ledger.accounts[woken].finish;
+        let now = cx.now();
+        let victim = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.protected_until <= now)
+            .map(|(&vp, r)| {
+                let a = &self.ledger.accounts[r.child];
+                (a.projected(now.saturating_since(r.since)), vp)
+            })
+            .filter(|&(cur, _)| cur > f)
+            .max();
+        if let Some((_, vp)) = victim {
+            cx.reschedule(vp);
+        }
+    }
+}
+
+impl Scheduler for Frc {
+    fn policy(&self) -> &'static str {
+        "frc"
+    }
+
+    fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
+        self.ledger.admit("frc", child, params)
+    }
+
+    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
+        if !self.ledger.accounts.contains(child) {
+            return;
+        }
+        if self.ledger.accounts[child].state != State::Idle {
+            self.remove_runnable(child);
+            cx.want_cpus(self.runnable);
+        }
+        self.ledger.leave(child);
+    }
+
+    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
+        if self.ledger.accounts[child].state != State::Idle {
+            return;
+        }
+        let now = cx.now();
+        let running: Vec<(ChildId, Duration)> = self
+            .running
+            .values()
+            .map(|r| (r.child, now.saturating_since(r.since)))
+            .collect();
+        let min = self.ledger.min_now(&running);
+        self.ledger.wake(child, min);
+        self.enqueue(child);
+        let w = self.ledger.accounts[child].quantum;
+        self.protect.insert(child, w);
+        self.runnable += 1;
+        cx.want_cpus(self.runnable);
+        self.preempt_for(cx, child);
+    }
+
+    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
+        if self.ledger.accounts[child].state != State::Idle {
+            self.remove_runnable(child);
+            cx.want_cpus(self.runnable);
+        }
+    }
+
+    /// Runs the smallest finish value. The decision lasts until the child
+    /// has used its protection and its finish value passes the smallest
+    /// waiting one.
+    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
+        let previous = self.stop(vp);
+        let Some((f, _, child)) = self.ready.pop_first() else {
+            return Dispatch::Release;
+        };
+        if let Some(p) = previous.filter(|&p| p != child) {
+            // Preempted: its work quantum starts afresh when it runs again.
+            let w = self.ledger.accounts[p].quantum;
+            self.protect.insert(p, w);
+        }
+        let now = cx.now();
+        let a = &mut self.ledger.accounts[child];
+        a.state = State::Running(vp);
+        let protect = self.protect.get(child).copied().unwrap_or(Duration::ZERO);
+        let until = match self.ready.first() {
+            Some(&(next, _, _)) => {
+                let cross = a.time_for(next.saturating_sub(f));
+                now.saturating_add(protect.max(cross))
+            }
+            None if protect.is_zero() => Instant::NEVER,
+            None => now.saturating_add(protect),
+        };
+        self.running.insert(
+            vp,
+            Run {
+                child,
+                since: now,
+                protected_until: now.saturating_add(protect),
+            },
+        );
+        Dispatch::Run { child, until }
+    }
+
+    fn vp_revoke(&mut self, _cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
+        if let Some(p) = self.stop(vp) {
+            let w = self.ledger.accounts[p].quantum;
+            self.protect.insert(p, w);
+        }
+    }
+
+    fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
+        if !self.ledger.accounts.contains(child) {
+            return;
+        }
+        let state = self.ledger.accounts[child].state;
+        if let State::Running(vp) = state {
+            if let Some(r) = self.running.get_mut(&vp) {
+                r.since = cx.now();
+            }
+        }
+        if let State::Waiting { seq } = state {
+            let f = self.ledger.accounts[child].finish;
+            self.ready.remove(&(f, seq, child));
+        }
+        self.ledger.charge(child, ran);
+        if let State::Waiting { seq } = state {
+            let f = self.ledger.accounts[child].finish;
+            self.ready.insert((f, seq, child));
+        }
+        if let Some(p) = self.protect.get_mut(child) {
+            *p = p.saturating_sub(ran);
+        }
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        self.ledger.check()?;
+        for &(f, seq, child) in &self.ready {
+            match self.ledger.accounts.get(child) {
+                Some(a) if a.finish == f && a.state == (State::Waiting { seq }) => {}
+                other => return Err(format!("ready ({f}, {seq}) -> {child} vs {other:?}")),
+            }
+        }
+        for (&vp, r) in &self.running {
+            match self.ledger.accounts.get(r.child) {
+                Some(a) if a.state == State::Running(vp) => {}
+                other => return Err(format!("{vp} runs {} but it is {other:?}", r.child)),
+            }
+        }
+        let runnable = self.ready.len() + self.running.len();
+        if runnable != self.ledger.delta.len() || runnable != self.runnable as usize {
+            return Err(format!(
+                "{} waiting + {} running vs |Δ| = {} and count {}",
+                self.ready.len(),
+                self.running.len(),
+                self.ledger.delta.len(),
+                self.runnable
+            ));
+        }
+        Ok(())
+    }
+}

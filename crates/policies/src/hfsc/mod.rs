@@ -1,0 +1,813 @@
+//! `hfsc`: hierarchical fair service curve scheduling for the CPU.
+//!
+//! **Source.** Yau & Lam, "Decoupled delay and rate guarantees" (the FRC /
+//! RCSP / HFSC paper), §5 ("Hierarchical Fair Service Curve"): equations
+//! (7)-(10), the best-effort class of §5.2; the algorithm it adapts is
+//! Stoica, Zhang & Ng's H-FSC (SIGCOMM '97), whose real-time criterion is
+//! SCED (Sariowan, Cruz & Polyzos) with eligibility curves.
+//!
+//! **Algorithm.** Each child (a thread or a child scheduler) has a
+//! two-piece linear service curve `S = ⟨r1, x, r2⟩`: slope `r1` for the
+//! first `x` after it becomes runnable, `r2` after that (concave when
+//! `r1 > r2`, convex when `r1 < r2`).
+//! - *Deadline curve* `D` (7): on the first wake-up `D = S` anchored at
+//!   `(now, c)`; on later wake-ups `D := min(D, S(· - now) + c)`, where `c`
+//!   is the CPU time the child received: all of it by default (the
+//!   paper's `c_i`, "the amount of CPU time i has received"), or with
+//!   `count_link_sharing = false` only what the real-time criterion gave
+//!   (Stoica et al.'s choice, which does not make a child that received
+//!   excess by link sharing wait for its curve). Fig. 11's 7ms delay
+//!   needs the paper's: a greedy competitor then is not eligible while it
+//!   is ahead of its curve.
+//!   For concave curves the minimum is exact (it is again a two-piece curve
+//!   anchored at the wake-up, whose first segment ends where it meets the
+//!   old curve); for convex ones, as in Stoica et al., the new curve
+//!   replaces the old one unless the old one is lower at the wake-up.
+//! - *Eligibility curve* `E` (9): equal to `D` for concave curves, the line
+//!   of slope `r2` from `D`'s anchor for convex ones (what (9) evaluates to
+//!   for two-piece curves). A waiting child is *eligible* from
+//!   `e = E⁻¹(c)` on: the curve has caught up with what it received.
+//!   (The paper's text reads "eligible when `E(t) < c(t)`"; we follow
+//!   Stoica et al., eligible when `E(t) >= c(t)`, which is what makes the
+//!   real-time criterion serve the curve.)
+//! - *Deadline* (8): `d = D⁻¹(c + δ̂)`, where `δ̂` is the immediate CPU
+//!   demand estimate, updated when the child blocks by (10) with
+//!   `α = 1/4`: `δ̂ := (δ̂ + 3δ) / 4` (integer, rounded to nearest), `δ`
+//!   the time since it was last scheduled after blocking or preemption. It
+//!   starts at `quantum`, the paper's conservative bound (the clock tick).
+//! - *Selection*: the eligible waiting child with the earliest deadline
+//!   runs (the real-time criterion). When none
+//!   is eligible, link-sharing by FRC finish values (Fig. 1 with `w = 0`):
+//!   from the root, the child node with the smallest finish value, down to
+//!   a leaf. Every CPU time received, by either criterion, advances the
+//!   finish value of the leaf (rate `r2`) and of its class (the class
+//!   rate) by L6; a node becoming runnable gets `f := max(f, v)` (L2-L3),
+//!   `v` the smallest finish value among its runnable siblings (kept as a
+//!   never-decreasing floor per level, taken when a node is selected).
+//! - A decision lasts at most `quantum` (the paper's rescheduling points
+//!   are clock ticks); wake-ups do not preempt.
+//!
+//! **Hierarchy.** Parameter `classes` declares link-sharing classes, e.g.
+//! `"interactive:0.3, batch:0.2, rt:0.5"` (name and linear rate); a child
+//! names its class with `class` (default: attached to the root). Classes
+//! are internal nodes: they take part in link sharing only (their service
+//! curve is linear, §5.1). A child with `best_effort = true` is §5.2's
+//! best-effort thread: `r1 = r2` required, never eligible for the real-time
+//! criterion, not admission controlled; it progresses by link sharing
+//! (put such children in a class with a non-zero rate to guarantee the
+//! class that rate's share of the excess).
+//!
+//! **Admission.** A non-best-effort child is admitted only if the sum of
+//! all admitted curves, all anchored at the same instant (the worst case),
+//! stays at or below the CPU: `Σ S_i(t) <= t` for all `t`, checked exactly
+//! at every breakpoint `x_i` and for the final slope `Σ r2 <= 1`. Refusals
+//! say which bound would be exceeded.
+//!
+//! **Rates** are decimal strings in `[0, 1]` with at most six fractional
+//! digits (`"0.35"`), held as parts per million; every decision uses
+//! integer arithmetic (`u128` intermediates, finish values in
+//! `ns * 10^6 / rate` with the division's remainder carried per node).
+//!
+//! **Guarantees.** On one CPU, an admitted child's real-time service keeps
+//! up with its deadline curve to within one decision (`quantum`, plus the
+//! tick of the platform) and the estimate error of `δ̂` (SCED's guarantee
+//! with the packet length replaced by the run length); the excess is
+//! shared in proportion to `r2` (and class rates) by FRC.
+//!
+//! **Limits.** One level of classes (root, classes, leaves). Several CPUs
+//! are served from the same global sets (no guarantee claimed there). No
+//! preemption on wake-up: a waking child waits for the current decision
+//! (at most `quantum`). Cost: O(log n) per decision, wake-up, block and
+//! charge, plus O(log x) steps of a binary search in a concave curve
+//! update; admission is O(1) while `Σ max(r1, r2) <= 1`, else O(n²) (the exact
+//! breakpoint check).
+
+use hsched_core::{
+    ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
+    ParentVp, PolicyInfo, Reject, Scheduler, Value,
+};
+use std::collections::BTreeSet;
+
+mod curve;
+pub use curve::{admissible, parse_classes, parse_rate, Curve, ServiceCurve, PPM};
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "hfsc",
+    summary: "hierarchical fair service curve: SCED deadlines plus FRC link sharing",
+    doc: "HFSC for the CPU (Yau & Lam, section 5, after Stoica et al.): each child has a \
+          two-piece service curve <r1, x, r2> (child params `r1`, `x`, `r2`, rates as \
+          decimal strings). Eligible children run earliest SCED deadline first (deadline \
+          curves updated on wake-up, immediate CPU demand by exponential averaging, \
+          alpha = 0.25); otherwise link sharing by FRC finish values through the classes \
+          declared in `classes` (\"name:rate, ...\", child param `class`). `best_effort` \
+          children are never eligible. Admission keeps the sum of curves under the CPU. \
+          Decisions last at most `quantum`.",
+    params,
+    child_params,
+    build,
+    max_parents: 1,
+    max_children: u32::MAX,
+};
+
+/// The default decision length: the paper's 1 ms clock tick.
+pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(1);
+
+fn params() -> Vec<ParamSpec> {
+    vec![
+        ParamSpec::new(
+            "quantum",
+            ParamKind::Duration {
+                min: Duration::from_nanos(1),
+            },
+            "the longest a decision lasts (the rescheduling period)",
+        )
+        .with_default(Value::Duration(DEFAULT_QUANTUM)),
+        ParamSpec::new(
+            "classes",
+            ParamKind::Str,
+            "link-sharing classes, \"name:rate, name:rate\" (rates decimal, sum <= 1)",
+        )
+        .with_default(Value::Str(String::new())),
+        ParamSpec::new(
+            "count_link_sharing",
+            ParamKind::Bool,
+            "whether CPU time given by link sharing counts in c (the paper's c_i, default) \
+             or only real-time service does (Stoica et al.)",
+        )
+        .with_default(Value::Bool(true)),
+    ]
+}
+
+fn child_params() -> Vec<ParamSpec> {
+    vec![
+        ParamSpec::new(
+            "r1",
+            ParamKind::Str,
+            "slope of the service curve's first segment (decimal in [0, 1])",
+        )
+        .with_default(Value::Str("0.05".into())),
+        ParamSpec::new(
+            "x",
+            ParamKind::Duration {
+                min: Duration::ZERO,
+            },
+            "length of the first segment",
+        )
+        .with_default(Value::Duration(Duration::ZERO)),
+        ParamSpec::new(
+            "r2",
+            ParamKind::Str,
+            "slope after the first segment: the long-term rate (decimal in (0, 1])",
+        )
+        .with_default(Value::Str("0.05".into())),
+        ParamSpec::new(
+            "class",
+            ParamKind::Str,
+            "the link-sharing class (one of `classes`; empty: the root)",
+        )
+        .with_default(Value::Str(String::new())),
+        ParamSpec::new(
+            "best_effort",
+            ParamKind::Bool,
+            "never eligible for the real-time criterion; not admission controlled",
+        )
+        .with_default(Value::Bool(false)),
+    ]
+}
+
+fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
+    let classes = parse_classes(params.str("classes"))?;
+    let mut hfsc = Hfsc::new(params.duration("quantum"), classes)?;
+    hfsc.count_link_sharing = params.bool("count_link_sharing");
+    Ok(Box::new(hfsc))
+}
+
+/// A finish value: ns of service scaled by `10^6 / rate`.
+pub type Fin = u128;
+
+/// Adds `ran / rate` to a finish value, carrying the remainder (L6).
+fn advance_finish(finish: &mut Fin, rem: &mut u64, rate: u32, ran: u64) {
+    let scaled = u128::from(ran) * u128::from(PPM) + u128::from(*rem);
+    let rate = u128::from(rate.max(1));
+    *finish += scaled / rate;
+    *rem = (scaled % rate) as u64;
+}
+
+/// A node of the link-sharing tree below the root.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Node {
+    Leaf(ChildId),
+    Class(u32),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Waiting,
+    Running(ParentVp),
+}
+
+#[derive(Clone, Debug)]
+struct Child {
+    curve: ServiceCurve,
+    best_effort: bool,
+    class: Option<u32>,
+    state: State,
+    /// The deadline curve `D`; `None` before the first wake-up.
+    deadline_curve: Option<Curve>,
+    /// `c`: CPU time received (all of it, or only by the real-time
+    /// criterion without `count_link_sharing`).
+    rt_service: u64,
+    /// All CPU time received.
+    total_service: u64,
+    /// Immediate CPU demand estimate `δ̂` (ns).
+    icd: u64,
+    /// When the current burst began (scheduled after blocking or
+    /// preemption).
+    burst_start: Instant,
+    /// Whether the current or last decision was by the real-time criterion.
+    by_rt: bool,
+    finish: Fin,
+    rem: u64,
+    /// While waiting: `(eligible time, deadline)`, and which set holds it.
+    eligible_at: u64,
+    deadline: u64,
+    in_eligible: bool,
+}
+
+impl Child {
+    /// The eligibility curve (9) for this child's deadline curve.
+    fn eligibility_curve(&self) -> Option<Curve> {
+        let d = self.deadline_curve?;
+        Some(if self.curve.is_concave() {
+            d
+        } else {
+            Curve {
+                dx: 0,
+                r1: self.curve.r2,
+                ..d
+            }
+        })
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Class {
+    name: String,
+    rate: u32,
+    finish: Fin,
+    rem: u64,
+    /// The level's virtual time `v` (L2), a never-decreasing floor.
+    floor: Fin,
+    waiting: BTreeSet<(Fin, ChildId)>,
+    /// Runnable (waiting or running) children.
+    runnable: u32,
+}
+
+/// The HFSC scheduler. See the module documentation.
+#[derive(Debug)]
+pub struct Hfsc {
+    quantum: Duration,
+    children: ChildMap<Child>,
+    classes: Vec<Class>,
+    /// Root level: waiting leaves and classes with waiting children.
+    root: BTreeSet<(Fin, Node)>,
+    root_floor: Fin,
+    /// Waiting real-time children not yet eligible, by eligible time.
+    pending: BTreeSet<(u64, ChildId)>,
+    /// Waiting eligible children, by deadline.
+    eligible: BTreeSet<(u64, ChildId)>,
+    on_vp: Vec<Option<ChildId>>,
+    runnable: u32,
+    /// `Σ max(r1, r2)` over the admitted (not best-effort) children.
+    peak_sum: u64,
+    /// Whether link-sharing service counts in `c` (see the module docs).
+    pub count_link_sharing: bool,
+}
+
+impl Hfsc {
+    /// An HFSC scheduler with decisions of at most `quantum` and the given
+    /// link-sharing classes (name, rate in ppm).
+    pub fn new(quantum: Duration, classes: Vec<(String, u32)>) -> Result<Self, String> {
+        if quantum.is_zero() {
+            return Err("`quantum` must be longer than zero".into());
+        }
+        Ok(Hfsc {
+            quantum,
+            children: ChildMap::new(),
+            classes: classes
+                .into_iter()
+                .map(|(name, rate)| Class {
+                    name,
+                    rate,
+                    finish: 0,
+                    rem: 0,
+                    floor: 0,
+                    waiting: BTreeSet::new(),
+                    runnable: 0,
+                })
+                .collect(),
+            root: BTreeSet::new(),
+            root_floor: 0,
+            pending: BTreeSet::new(),
+            eligible: BTreeSet::new(),
+            on_vp: Vec::new(),
+            runnable: 0,
+            peak_sum: 0,
+            count_link_sharing: true,
+        })
+    }
+
+    /// `child`'s deadline curve, real-time service and ICD estimate.
+    pub fn rt_state(&self, child: ChildId) -> Option<(Option<Curve>, u64, u64)> {
+        self.children
+            .get(child)
+            .map(|c| (c.deadline_curve, c.rt_service, c.icd))
+    }
+
+    /// `child`'s eligible time and deadline as last computed.
+    pub fn eligible_and_deadline(&self, child: ChildId) -> Option<(u64, u64)> {
+        self.children
+            .get(child)
+            .map(|c| (c.eligible_at, c.deadline))
+    }
+
+    /// `child`'s link-sharing finish value.
+    pub fn finish(&self, child: ChildId) -> Option<Fin> {
+        self.children.get(child).map(|c| c.finish)
+    }
+
+    /// A class's finish value, by name.
+    pub fn class_finish(&self, name: &str) -> Option<Fin> {
+        self.classes
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.finish)
+    }
+
+    fn class_key(&self, k: u32) -> (Fin, Node) {
+        (self.classes[k as usize].finish, Node::Class(k))
+    }
+
+    /// Puts a child that is runnable and not running into every set it
+    /// belongs to, computing its eligible time (9) and deadline (8).
+    fn insert_waiting(&mut self, child: ChildId) {
+        let c = &mut self.children[child];
+        c.state = State::Waiting;
+        if !c.best_effort {
+            let dc = c
+                .deadline_curve
+                .expect("a runnable child has a deadline curve");
+            let ec = c.eligibility_curve().expect("idem");
+            c.eligible_at = ec.inverse(c.rt_service);
+            c.deadline = dc.inverse(c.rt_service.saturating_add(c.icd));
+            c.in_eligible = false;
+            self.pending.insert((c.eligible_at, child));
+        }
+        let (finish, class) = (c.finish, c.class);
+        match class {
+            None => {
+                self.root.insert((finish, Node::Leaf(child)));
+            }
+            Some(k) => {
+                let was_empty = self.classes[k as usize].waiting.is_empty();
+                self.classes[k as usize].waiting.insert((finish, child));
+                if was_empty {
+                    self.root.insert(self.class_key(k));
+                }
+            }
+        }
+    }
+
+    /// Takes a waiting child out of every set.
+    fn remove_waiting(&mut self, child: ChildId) {
+        let c = &self.children[child];
+        if !c.best_effort {
+            if c.in_eligible {
+                self.eligible.remove(&(c.deadline, child));
+            } else {
+                self.pending.remove(&(c.eligible_at, child));
+            }
+        }
+        let (finish, class) = (c.finish, c.class);
+        match class {
+            None => {
+                self.root.remove(&(finish, Node::Leaf(child)));
+            }
+            Some(k) => {
+                let key = self.class_key(k);
+                let class = &mut self.classes[k as usize];
+                class.waiting.remove(&(finish, child));
+                if class.waiting.is_empty() {
+                    self.root.remove(&key);
+                }
+            }
+        }
+    }
+
+    /// A child becomes runnable: L2-L3 for it (and its class if the class
+    /// becomes runnable), then (7) for its deadline curve.
+    fn activate(&mut self, child: ChildId, now: u64) {
+        let class = self.children[child].class;
+        let level_floor = match class {
+            None => self.root_floor,
+            Some(k) => {
+                let root_floor = self.root_floor;
+                let cl = &mut self.classes[k as usize];
+                if cl.runnable == 0 {
+                    debug_assert!(cl.waiting.is_empty());
+                    if cl.finish < root_floor {
+                        cl.finish = root_floor;
+                        cl.rem = 0;
+                    }
+                }
+                cl.runnable += 1;
+                cl.floor
+            }
+        };
+        let c = &mut self.children[child];
+        if c.finish < level_floor {
+            c.finish = level_floor;
+            c.rem = 0;
+        }
+        let y = c.rt_service;
+        match &mut c.deadline_curve {
+            None => c.deadline_curve = Some(c.curve.anchored(now, y)),
+            Some(d) => d.min_with(&c.curve, now, y),
+        }
+        self.runnable += 1;
+    }
+
+    /// A runnable child stops being runnable (it may be waiting or running).
+    fn deactivate(&mut self, child: ChildId) {
+        match self.children[child].state {
+            State::Idle => return,
+            State::Waiting => self.remove_waiting(child),
+            State::Running(vp) => self.on_vp[vp.index()] = None,
+        }
+        self.children[child].state = State::Idle;
+        if let Some(k) = self.children[child].class {
+            self.classes[k as usize].runnable -= 1;
+        }
+        self.runnable -= 1;
+    }
+
+    /// Whatever ran on `vp` stopped; a child still runnable waits again.
+    fn stop(&mut self, vp: ParentVp) -> Option<ChildId> {
+        let child = self.on_vp.get_mut(vp.index()).and_then(Option::take)?;
+        if self.children[child].state != State::Running(vp) {
+            return None;
+        }
+        self.insert_waiting(child);
+        Some(child)
+    }
+
+    /// The real-time choice: the eligible waiting child with the earliest
+    /// deadline, after moving the children that became eligible.
+    fn pick_rt(&mut self, now: u64) -> Option<ChildId> {
+        while let Some(&(e, child)) = self.pending.first() {
+            if e > now {
+                break;
+            }
+            self.pending.pop_first();
+            let c = &mut self.children[child];
+            c.in_eligible = true;
+            self.eligible.insert((c.deadline, child));
+        }
+        self.eligible.first().map(|&(_, child)| child)
+    }
+
+    /// The link-sharing choice: smallest finish value, root down.
+    fn pick_ls(&mut self) -> Option<ChildId> {
+        let &(f, node) = self.root.first()?;
+        self.root_floor = self.root_floor.max(f);
+        match node {
+            Node::Leaf(child) => Some(child),
+            Node::Class(k) => {
+                let cl = &mut self.classes[k as usize];
+                let &(f, child) = cl.waiting.first()?;
+                cl.floor = cl.floor.max(f);
+                Some(child)
+            }
+        }
+    }
+
+    /// L6 for `child` and its class: `f += ran / rate`.
+    fn advance_finishes(&mut self, child: ChildId, ran: u64) {
+        let c = &mut self.children[child];
+        let waiting = c.state == State::Waiting;
+        if waiting {
+            self.remove_waiting(child);
+        }
+        let c = &mut self.children[child];
+        advance_finish(&mut c.finish, &mut c.rem, c.curve.r2, ran);
+        if let Some(k) = c.class {
+            let key = self.class_key(k);
+            let in_root = self.root.remove(&key);
+            let cl = &mut self.classes[k as usize];
+            advance_finish(&mut cl.finish, &mut cl.rem, cl.rate, ran);
+            if in_root {
+                self.root.insert(self.class_key(k));
+            }
+        }
+        if waiting {
+            self.insert_waiting(child);
+        }
+    }
+}
+
+impl Scheduler for Hfsc {
+    fn policy(&self) -> &'static str {
+        "hfsc"
+    }
+
+    /// Reads the curve and class; admits a real-time child only if the sum
+    /// of curves stays under the CPU.
+    fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
+        let rate = |key: &str, default: &str| -> Result<u32, Reject> {
+            let text = match params.get(key) {
+                Some(Value::Str(s)) => s.as_str(),
+                None => default,
+                Some(other) => {
+                    return Err(Reject(format!(
+                        "hfsc: `{key}` = {other:?}: expected a decimal rate string such as \"0.35\""
+                    )))
+                }
+            };
+            parse_rate(text).map_err(|e| Reject(format!("hfsc: `{key}`: {e}")))
+        };
+        let r1 = rate("r1", "0.05")?;
+        let r2 = rate("r2", "0.05")?;
+        if r2 == 0 {
+            return Err(Reject(
+                "hfsc: `r2` must be above 0 (it is the link-sharing rate)".into(),
+            ));
+        }
+        let x = params
+            .opt_duration("x")
+            .unwrap_or(Duration::ZERO)
+            .as_nanos();
+        let best_effort = matches!(params.get("best_effort"), Some(Value::Bool(true)));
+        if best_effort && r1 != r2 {
+            return Err(Reject(
+                "hfsc: a best-effort child needs `r1` = `r2` (section 5.2)".into(),
+            ));
+        }
+        let class = match params.get("class") {
+            Some(Value::Str(name)) if !name.is_empty() => {
+                let Some(k) = self.classes.iter().position(|c| &c.name == name) else {
+                    let known: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
+                    return Err(Reject(format!(
+                        "hfsc: `class` = \"{name}\": no such class (declared: {})",
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            known.join(", ")
+                        }
+                    )));
+                };
+                Some(k as u32)
+            }
+            _ => None,
+        };
+        let curve = ServiceCurve { r1, x, r2 };
+        if !best_effort {
+            let peak = u64::from(r1.max(r2));
+            if self.peak_sum + peak > PPM {
+                let mut admitted: Vec<ServiceCurve> = self
+                    .children
+                    .iter()
+                    .filter(|(_, c)| !c.best_effort)
+                    .map(|(_, c)| c.curve)
+                    .collect();
+                admitted.push(curve);
+                admissible(&admitted).map_err(|e| Reject(format!("hfsc: not admitted: {e}")))?;
+            }
+            self.peak_sum += peak;
+        }
+        let floor = match class {
+            None => self.root_floor,
+            Some(k) => self.classes[k as usize].floor,
+        };
+        self.children.insert(
+            child,
+            Child {
+                curve,
+                best_effort,
+                class,
+                state: State::Idle,
+                deadline_curve: None,
+                rt_service: 0,
+                total_service: 0,
+                icd: self.quantum.as_nanos(),
+                burst_start: Instant::ZERO,
+                by_rt: false,
+                finish: floor,
+                rem: 0,
+                eligible_at: 0,
+                deadline: 0,
+                in_eligible: false,
+            },
+        );
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
+        if !self.children.contains(child) {
+            return;
+        }
+        if self.children[child].state != State::Idle {
+            self.deactivate(child);
+            cx.want_cpus(self.runnable);
+        }
+        if let Some(c) = self.children.remove(child) {
+            if !c.best_effort {
+                self.peak_sum -= u64::from(c.curve.r1.max(c.curve.r2));
+            }
+        }
+    }
+
+    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
+        if self.children[child].state != State::Idle {
+            return;
+        }
+        self.activate(child, cx.now().as_nanos());
+        self.insert_waiting(child);
+        cx.want_cpus(self.runnable);
+    }
+
+    /// A running child that blocks updates its ICD estimate by (10).
+    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
+        let c = &mut self.children[child];
+        match c.state {
+            State::Idle => return,
+            State::Running(_) => {
+                let burst = cx.now().saturating_since(c.burst_start).as_nanos();
+                c.icd = (c.icd + 3 * burst + 2) / 4;
+            }
+            State::Waiting => {}
+        }
+        self.deactivate(child);
+        cx.want_cpus(self.runnable);
+    }
+
+    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
+        if vp.index() >= self.on_vp.len() {
+            self.on_vp.resize(vp.index() + 1, None);
+        }
+        let previous = self.stop(vp);
+        let now = cx.now();
+        let (child, by_rt) = match self.pick_rt(now.as_nanos()) {
+            Some(child) => (child, true),
+            None => match self.pick_ls() {
+                Some(child) => (child, false),
+                None => return Dispatch::Release,
+            },
+        };
+        self.remove_waiting(child);
+        let c = &mut self.children[child];
+        c.state = State::Running(vp);
+        c.by_rt = by_rt;
+        if previous != Some(child) {
+            c.burst_start = now;
+        }
+        self.on_vp[vp.index()] = Some(child);
+        Dispatch::Run {
+            child,
+            until: now.saturating_add(self.quantum),
+        }
+    }
+
+    fn vp_revoke(&mut self, _cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
+        self.stop(vp);
+    }
+
+    /// CPU time counts in `c` when the real-time criterion chose the child,
+    /// and advances finish values up the path whatever chose it (L6).
+    fn charge(&mut self, _cx: &mut Cx, child: ChildId, ran: Duration) {
+        let Some(c) = self.children.get_mut(child) else {
+            return;
+        };
+        let ran = ran.as_nanos();
+        c.total_service += ran;
+        if c.by_rt || self.count_link_sharing {
+            c.rt_service += ran;
+        }
+        self.advance_finishes(child, ran);
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        let (mut runnable, mut waiting_rt) = (0u32, 0usize);
+        let mut class_runnable = vec![0u32; self.classes.len()];
+        for (child, c) in self.children.iter() {
+            if c.rt_service > c.total_service {
+                return Err(format!("{child}: real-time service above total service"));
+            }
+            if u128::from(c.rem) >= u128::from(c.curve.r2.max(1)) {
+                return Err(format!("{child}: finish remainder not below its rate"));
+            }
+            if c.state == State::Idle {
+                continue;
+            }
+            runnable += 1;
+            if let Some(k) = c.class {
+                class_runnable[k as usize] += 1;
+            }
+            if !c.best_effort && c.deadline_curve.is_none() {
+                return Err(format!("{child} is runnable without a deadline curve"));
+            }
+            match c.state {
+                State::Waiting => {
+                    if !c.best_effort {
+                        waiting_rt += 1;
+                        let ok = if c.in_eligible {
+                            self.eligible.contains(&(c.deadline, child))
+                        } else {
+                            self.pending.contains(&(c.eligible_at, child))
+                        };
+                        if !ok {
+                            return Err(format!("{child} waits but is not in its real-time set"));
+                        }
+                    }
+                    let in_ls = match c.class {
+                        None => self.root.contains(&(c.finish, Node::Leaf(child))),
+                        Some(k) => self.classes[k as usize]
+                            .waiting
+                            .contains(&(c.finish, child)),
+                    };
+                    if !in_ls {
+                        return Err(format!("{child} waits but is not in its link-sharing set"));
+                    }
+                }
+                State::Running(vp) => {
+                    if self.on_vp.get(vp.index()).copied().flatten() != Some(child) {
+                        return Err(format!("{child} runs on {vp} but {vp} does not know it"));
+                    }
+                }
+                State::Idle => unreachable!(),
+            }
+        }
+        let peak: u64 = self
+            .children
+            .iter()
+            .filter(|(_, c)| !c.best_effort)
+            .map(|(_, c)| u64::from(c.curve.r1.max(c.curve.r2)))
+            .sum();
+        if peak != self.peak_sum {
+            return Err(format!(
+                "peak rate sum {} but children add up to {peak}",
+                self.peak_sum
+            ));
+        }
+        if runnable != self.runnable {
+            return Err(format!(
+                "{runnable} runnable children, count says {}",
+                self.runnable
+            ));
+        }
+        if waiting_rt != self.pending.len() + self.eligible.len() {
+            return Err(format!(
+                "{waiting_rt} waiting real-time children, sets hold {}",
+                self.pending.len() + self.eligible.len()
+            ));
+        }
+        let mut root_classes = 0;
+        for (k, cl) in self.classes.iter().enumerate() {
+            if cl.runnable != class_runnable[k] {
+                return Err(format!(
+                    "class `{}` counts {} runnable, {} are",
+                    cl.name, cl.runnable, class_runnable[k]
+                ));
+            }
+            let in_root = self.root.contains(&(cl.finish, Node::Class(k as u32)));
+            if in_root == cl.waiting.is_empty() {
+                return Err(format!(
+                    "class `{}` in the root set: {in_root}, waiting: {}",
+                    cl.name,
+                    cl.waiting.len()
+                ));
+            }
+            root_classes += usize::from(in_root);
+        }
+        let root_leaves = self
+            .children
+            .iter()
+            .filter(|(_, c)| c.state == State::Waiting && c.class.is_none())
+            .count();
+        if self.root.len() != root_classes + root_leaves {
+            return Err(format!(
+                "root set holds {}, expected {root_classes} classes + {root_leaves} leaves",
+                self.root.len()
+            ));
+        }
+        for (i, slot) in self.on_vp.iter().enumerate() {
+            if let Some(child) = slot {
+                match self.children.get(*child) {
+                    Some(c) if c.state == State::Running(ParentVp(i as u32)) => {}
+                    other => return Err(format!("vp{i} holds {child} in state {other:?}")),
+                }
+            }
+        }
+        Ok(())
+    }
+}
