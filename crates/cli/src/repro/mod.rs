@@ -96,7 +96,6 @@ mod hls_guarantees;
 mod rialto;
 mod vassal;
 mod yau;
-mod yau_hfsc;
 mod yau_trains;
 
 /// A scenario of `scenarios/papers/`: its path and its text, compiled in.
@@ -119,7 +118,6 @@ pub fn entries() -> Vec<Entry> {
     all.extend(rialto::entries());
     all.extend(vassal::entries());
     all.extend(yau::entries());
-    all.extend(yau_hfsc::entries());
     all.extend(yau_trains::entries());
     all
 }
