@@ -30,5 +30,6 @@ pub mod ratio;
 pub mod rewrite;
 pub mod rules;
 pub mod schedule_check;
+pub mod throughput;
 
 pub use bvt_report::bvt_report;

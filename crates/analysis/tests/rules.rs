@@ -531,3 +531,163 @@ fn a_row_added_at_run_time_is_used_for_its_policy() {
     assert_eq!(label(&a, "p", "t"), "NULL");
     assert!(messages(&a, Severity::Warning)[0].contains("no guarantee rule is known"));
 }
+
+#[test]
+fn frc_gives_corollary_1_1_under_a_whole_cpu() {
+    // Σr = 0.5 <= 1, q = w (no tick): PSBE r_i, r_i·Σ_{j≠i} q_j + q_i:
+    // 0.2·5 + 10 = 11 and 0.3·10 + 5 = 8.
+    let a = under_all("f", "frc", &[])
+        .thread("a", "f", &[("rate", text("0.2")), ("quantum", ms(10))])
+        .thread("b", "f", &[("rate", text("0.3")), ("quantum", ms(5))])
+        .analyse();
+    assert_eq!(label(&a, "f", "a"), "PSBE 0.2, 11");
+    assert_eq!(label(&a, "f", "b"), "PSBE 0.3, 8");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    // RCSP: the same with the quanta doubled: 0.2·10 + 20, 0.3·20 + 10.
+    let a = under_all("f", "rcsp", &[])
+        .thread("a", "f", &[("rate", text("0.2")), ("quantum", ms(10))])
+        .thread("b", "f", &[("rate", text("0.3")), ("quantum", ms(5))])
+        .analyse();
+    assert_eq!(label(&a, "f", "a"), "PSBE 0.2, 22");
+    assert_eq!(label(&a, "f", "b"), "PSBE 0.3, 16");
+
+    // A tick adds to every q, and a quantum below min_quantum is raised:
+    // q = 2 + 1 and 10 + 1: 0.2·11 + 3 = 5.2.
+    let mut b = under_all("f", "frc", &[("min_quantum", ms(2))])
+        .thread("a", "f", &[("rate", text("0.2")), ("quantum", ms(1))])
+        .thread("b", "f", &[("rate", text("0.3")), ("quantum", ms(10))]);
+    b.scn.machine.tick = Some(hsched_core::Duration::from_millis(1));
+    let a = b.analyse();
+    assert_eq!(label(&a, "f", "a"), "PSBE 0.2, 5.2");
+}
+
+#[test]
+fn frc_overbooked_gives_theorem_1_and_classes_give_effective_rates() {
+    // Σr = 1.4: PSBE 0.6/1.4, (0.6·10 + 10·0.8) / 1.4 = 10 (rounded up
+    // in two parts: 10.000001).
+    let a = under_all("f", "frc", &[])
+        .thread("a", "f", &[("rate", text("0.6")), ("quantum", ms(10))])
+        .thread("b", "f", &[("rate", text("0.8")), ("quantum", ms(10))])
+        .analyse();
+    assert_eq!(label(&a, "f", "a"), "PSBE 0.4285, 10.001");
+    let share = edge(&a, "f", "a").guarantee.share().unwrap();
+    assert_eq!((share.num(), share.den()), (3, 7));
+
+    // FR overbooked: two nominal 0.5 in a class of 0.5 get 0.25 each;
+    // Σ effective = 0.9: 0.4·20 + 10 = 18 and 0.25·20 + 10 = 15.
+    let a = under_all("f", "frc", &[("classes", text("GR:0.5:0, FR:0.5:inf"))])
+        .thread("a", "f", &[("rate", text("0.4")), ("class", text("GR"))])
+        .thread("b", "f", &[("rate", text("0.5")), ("class", text("FR"))])
+        .thread("c", "f", &[("rate", text("0.5")), ("class", text("FR"))])
+        .analyse();
+    assert_eq!(label(&a, "f", "a"), "PSBE 0.4, 18");
+    assert_eq!(label(&a, "f", "b"), "PSBE 0.25, 15");
+    assert_eq!(label(&a, "f", "c"), "PSBE 0.25, 15");
+}
+
+#[test]
+fn frc_under_a_reservation_gives_shares_of_it() {
+    // RESBH 10, 20 rewrites to PS 0.5: children at 0.2 and 0.3 of 0.5.
+    let a = under_all("r", "res", &[])
+        .sched(
+            "f",
+            "frc",
+            &[],
+            &[("r", &[("amount", ms(10)), ("period", ms(20))])],
+        )
+        .thread("a", "f", &[("rate", text("0.2"))])
+        .thread("b", "f", &[("rate", text("0.3"))])
+        .analyse();
+    assert_eq!(label(&a, "f", "a"), "PS 0.2");
+    assert_eq!(label(&a, "f", "b"), "PS 0.3");
+    assert!(a.composes(), "{:?}", a.problems);
+}
+
+#[test]
+fn hfsc_gives_the_long_term_slope_of_admitted_curves() {
+    let a = under_all("h", "hfsc", &[])
+        .thread(
+            "a",
+            "h",
+            &[("r1", text("0.5")), ("x", ms(10)), ("r2", text("0.1"))],
+        )
+        .thread("b", "h", &[("r1", text("0")), ("r2", text("0.4"))])
+        .thread(
+            "c",
+            "h",
+            &[
+                ("r1", text("0.1")),
+                ("r2", text("0.1")),
+                ("best_effort", hsched_core::Value::Bool(true)),
+            ],
+        )
+        .analyse();
+    assert_eq!(label(&a, "h", "a"), "PS 0.1");
+    assert_eq!(label(&a, "h", "b"), "PS 0.4");
+    assert_eq!(label(&a, "h", "c"), "NULL");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    // Misaligned curves whose peaks sum to 1.8 still fit (Fig. 10):
+    // <0.9, 2s, 0.1> + <0.1, 2s, 0.9> is 2s at t = 2s, slope 1 after.
+    let s2 = hsched_core::Value::Duration(hsched_core::Duration::from_secs(2));
+    let a = under_all("h", "hfsc", &[])
+        .thread(
+            "x",
+            "h",
+            &[("r1", text("0.9")), ("x", s2.clone()), ("r2", text("0.1"))],
+        )
+        .thread(
+            "y",
+            "h",
+            &[("r1", text("0.1")), ("x", s2), ("r2", text("0.9"))],
+        )
+        .analyse();
+    assert_eq!(label(&a, "h", "x"), "PS 0.1");
+    assert_eq!(label(&a, "h", "y"), "PS 0.9");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    // <0.8, 10ms, 0.1> + <0.4, 0, 0.4>: 12ms at t = 10ms: an error,
+    // nothing promised.
+    let a = under_all("h", "hfsc", &[])
+        .thread(
+            "a",
+            "h",
+            &[("r1", text("0.8")), ("x", ms(10)), ("r2", text("0.1"))],
+        )
+        .thread("b", "h", &[("r1", text("0.4")), ("r2", text("0.4"))])
+        .analyse();
+    assert_eq!(label(&a, "h", "a"), "NULL");
+    assert!(only_error(&a).contains("exceed the CPU"));
+
+    // Real-time curves need a whole CPU: under a reservation, NULL.
+    let a = under_all("r", "res", &[])
+        .sched(
+            "h",
+            "hfsc",
+            &[],
+            &[("r", &[("amount", ms(10)), ("period", ms(20))])],
+        )
+        .thread("a", "h", &[("r2", text("0.1"))])
+        .analyse();
+    assert_eq!(label(&a, "h", "a"), "NULL");
+    let w = messages(&a, Severity::Warning);
+    assert!(w.len() == 1 && w[0].contains("whole CPU"), "{w:?}");
+}
+
+#[test]
+fn rate_based_policies_under_null_or_on_several_cpus_give_null() {
+    for policy in ["frc", "rcsp", "hfsc"] {
+        let a = under_null("x", policy, &[]).thread("t", "x", &[]).analyse();
+        assert_eq!(label(&a, "x", "t"), "NULL", "{policy}");
+        assert!(a.composes(), "{policy}: a warning only");
+
+        let a = scenario(2)
+            .sched("x", policy, &[], &[])
+            .thread("t", "x", &[])
+            .analyse();
+        assert_eq!(label(&a, "x", "t"), "NULL", "{policy}");
+        let w = messages(&a, Severity::Warning);
+        assert!(w[0].contains("several CPUs"), "{policy}: {w:?}");
+    }
+}

@@ -75,6 +75,27 @@ fn measure_hfsc(threads: usize, quanta: u64) -> Result<f64, CliError> {
     Ok(wall / (sim.decisions() - d0).max(1) as f64)
 }
 
+/// Like `measure_bvt`, for CPU-bound threads under one `frc` or `rcsp`
+/// (the policy named): every thread at rate 1e-6 (Σr = 0.1 at 100,000
+/// threads, so Corollary 1.1's setting) and work quantum 1ms; every decision ends a quantum and picks the smallest (for
+/// `rcsp`: the eligible highest-precedence) finish value.
+fn measure_frc(policy: &str, threads: usize, quanta: u64) -> Result<f64, CliError> {
+    let horizon = Duration::from_millis(2 * quanta + quanta / 5 + 1);
+    let mut scn = workloads::flat(threads, 1, policy, Params::new(), horizon);
+    for t in &mut scn.threads {
+        t.params = Params::new()
+            .with("rate", Value::Str("0.000001".into()))
+            .with("quantum", Value::Duration(Duration::from_millis(1)));
+    }
+    let mut sim = Simulation::new(&scn, &SimOptions::default(), &[]).map_err(CliError::Failed)?;
+    sim.run_until(Instant::ZERO + Duration::from_millis(quanta / 5));
+    let d0 = sim.decisions();
+    let started = WallClock::now();
+    sim.run_until(Instant::ZERO + Duration::from_millis(quanta / 5 + 2 * quanta));
+    let wall = started.elapsed().as_nanos() as f64;
+    Ok(wall / (sim.decisions() - d0).max(1) as f64)
+}
+
 /// Like `measure_bvt`, for `rialto` ([`workloads::rialto`]): a fixed graph
 /// and constraint load, `threads` threads in all.
 fn measure_rialto(threads: usize, quanta: u64) -> Result<f64, CliError> {
@@ -172,7 +193,7 @@ pub fn command(quick: bool) -> Result<(), CliError> {
     let constraints = 232;
     // A progress bar on stderr; hidden when stderr is not a terminal.
     let progress = ProgressBar::new(
-        (reps * (3 + counts.len() * levels.len() + rialto_counts.len() + 3)) as u64,
+        (reps * (3 + counts.len() * levels.len() + 6 + rialto_counts.len() + 3)) as u64,
     );
     progress.set_style(
         ProgressStyle::with_template("{spinner} measuring [{bar:30}] {pos}/{len} runs, {elapsed}")
@@ -186,6 +207,8 @@ pub fn command(quick: bool) -> Result<(), CliError> {
     let mut table = vec![vec![Vec::new(); levels.len()]; counts.len()];
     let mut bvt = vec![Vec::new(); 2];
     let mut hfsc = vec![Vec::new(); 2];
+    let mut frc = vec![Vec::new(); 2];
+    let mut rcsp = vec![Vec::new(); 2];
     let mut rialto = vec![Vec::new(); rialto_counts.len()];
     let (mut construction, mut free_only, mut on_graph) = (Vec::new(), Vec::new(), Vec::new());
     let mut kinds = Vec::new();
@@ -206,6 +229,11 @@ pub fn command(quick: bool) -> Result<(), CliError> {
         }
         for (i, n) in [10usize, 100_000].into_iter().enumerate() {
             hfsc[i].push(measure_hfsc(n, quanta)?);
+            progress.inc(1);
+            frc[i].push(measure_frc("frc", n, quanta)?);
+            progress.inc(1);
+            rcsp[i].push(measure_frc("rcsp", n, quanta)?);
+            progress.inc(1);
         }
         for (i, &n) in rialto_counts.iter().enumerate() {
             rialto[i].push(measure_rialto(n, quanta / 10)?);
@@ -228,6 +256,8 @@ pub fn command(quick: bool) -> Result<(), CliError> {
         .collect();
     let bvt: Vec<f64> = bvt.iter().map(|v| best(v)).collect();
     let hfsc: Vec<f64> = hfsc.iter().map(|v| best(v)).collect();
+    let frc: Vec<f64> = frc.iter().map(|v| best(v)).collect();
+    let rcsp: Vec<f64> = rcsp.iter().map(|v| best(v)).collect();
     let rialto: Vec<f64> = rialto.iter().map(|v| best(v)).collect();
     let construction = best_series(&construction);
     let (free_only, on_graph) = (best_series(&free_only), best_series(&on_graph));
@@ -283,13 +313,22 @@ pub fn command(quick: bool) -> Result<(), CliError> {
         bvt[1] / bvt[0]
     );
     println!();
-    println!("hfsc: cost of one decision (CPU-bound threads with concave curves, eligibility / deadline / finish-value sets), ns:");
-    println!("  {:>10}  {:>9}", "threads", "hfsc");
-    println!("  {:>10}  {:>9.0}", 10, hfsc[0]);
-    println!("  {:>10}  {:>9.0}", 100_000, hfsc[1]);
+    println!("hfsc, frc, rcsp: cost of one decision with CPU-bound threads, ns (hfsc: concave curves, eligibility / deadline / finish-value sets; frc, rcsp: rate 1e-6, quantum 1ms, finish-value sets):");
     println!(
-        "  growth from 10 to 100,000 threads: {:.2}x (target: at most 3x)",
-        hfsc[1] / hfsc[0]
+        "  {:>10}  {:>9}  {:>9}  {:>9}",
+        "threads", "hfsc", "frc", "rcsp"
+    );
+    for (i, n) in [10usize, 100_000].into_iter().enumerate() {
+        println!(
+            "  {n:>10}  {:>9.0}  {:>9.0}  {:>9.0}",
+            hfsc[i], frc[i], rcsp[i]
+        );
+    }
+    println!(
+        "  growth from 10 to 100,000 threads: hfsc {:.2}x, frc {:.2}x, rcsp {:.2}x (target: at most 3x)",
+        hfsc[1] / hfsc[0],
+        frc[1] / frc[0],
+        rcsp[1] / rcsp[0]
     );
     print_rialto(
         &rialto_counts,

@@ -1,6 +1,7 @@
 //! `frc` and `rcsp` end to end: Theorem 1 and Corollary 1.1 of Yau & Lam
 //! on random workloads, for FRC and for RCSP (which §4 says keeps them).
 
+use hsched_analysis::throughput::{self, Competition};
 use hsched_core::{Duration, Instant, Params, ThreadId, Value};
 use hsched_model::{
     Dist, LogKind, Machine, Op, Program, Scenario, SchedulerSpec, SegmentKind, ThreadSpec,
@@ -186,29 +187,29 @@ fn check_bounds(
                 .filter(|(_, at)| *at < bounds[b])
                 .map(|(s, _)| s)
                 .collect();
-            let rates: i128 = delta.iter().map(|s| s.0 as i128).sum();
-            let q_others: i128 = delta.iter().map(|s| q(s.1)).sum::<i128>() - qi;
+            let competition = Competition {
+                rates: delta.iter().map(|s| s.0 as i128).sum(),
+                quanta: delta.iter().map(|s| q(s.1)).sum(),
+            };
             for a in 0..b {
                 let len = (bounds[b] - bounds[a]).as_nanos() as i128;
                 let got = served[i][b] - served[i][a];
-                // (3), multiplied through by Σr (exact integers).
-                let need3 = (len - q_others) * ri - qi * (rates - ri);
+                let need3 = throughput::theorem_1(len, ri, qi, competition);
                 prop_assert!(
-                    got * rates >= need3,
+                    need3.met_by(got),
                     "{policy}: t{i} got {got}ns in [{}, {}], bound (3) {}ns",
                     bounds[a],
                     bounds[b],
-                    need3 / rates
+                    got - need3.slack(got)
                 );
-                if rates <= 1_000_000 {
-                    // (4), multiplied through by 10^6.
-                    let need4 = (len - q_others) * ri - qi * 1_000_000;
+                if competition.rates <= throughput::PPM {
+                    let need4 = throughput::corollary_1_1(len, ri, qi, competition);
                     prop_assert!(
-                        got * 1_000_000 >= need4,
+                        need4.met_by(got),
                         "{policy}: t{i} got {got}ns in [{}, {}], bound (4) {}ns",
                         bounds[a],
                         bounds[b],
-                        need4 / 1_000_000
+                        got - need4.slack(got)
                     );
                 }
             }

@@ -10,8 +10,8 @@
 //!
 //! Two kinds of rule:
 //! - **built in**, for the policies of this product (fifo, rr, ts, fp,
-//!   join, limit, sfq, bvt, res, dbs, rialto, rtwake): code that reads the
-//!   policy's own parameters (priorities, weights, quanta, budgets,
+//!   join, limit, sfq, bvt, res, dbs, rialto, rtwake, frc, rcsp, hfsc):
+//!   code that reads the policy's own parameters (priorities, weights, quanta, budgets,
 //!   reservations asked by attachment or by message). Each also states its
 //!   Table 1 row in the paper's notation, for people and for `--json`.
 //! - **rows**, in the paper's notation ([`notation`]): the schedulers of
@@ -33,8 +33,8 @@
 //! priority: such a VP never waits). Every other rule is the paper's
 //! uniprocessor rule applied to one of the VPs the node holds: what the
 //! others bring is extra, not promised (EDF-based rules stay valid: a job
-//! set EDF meets on one processor, global EDF meets on several). `sfq` and
-//! `bvt` claim nothing on several CPUs (their own documentation claims no
+//! set EDF meets on one processor, global EDF meets on several). `sfq`,
+//! `bvt`, `frc`, `rcsp` and `hfsc` claim nothing on several CPUs (their own documentation claims no
 //! bound there).
 //!
 //! Everything here is integer or exact-fraction arithmetic, and the output
@@ -44,6 +44,7 @@ pub mod basic;
 pub mod literature;
 pub mod notation;
 pub mod proportional;
+pub mod rate;
 pub mod reservation;
 
 use crate::guarantee::{Guarantee, Kind};
@@ -366,6 +367,7 @@ impl RuleBook {
         for (name, row, eval) in basic::RULES
             .iter()
             .chain(proportional::RULES)
+            .chain(rate::RULES)
             .chain(reservation::RULES)
         {
             let row = Row::parse(row).expect("built-in rows parse");
@@ -508,7 +510,7 @@ mod tests {
         let book = RuleBook::standard();
         for name in [
             "fifo", "rr", "ts", "fp", "join", "limit", "sfq", "bvt", "res", "dbs", "rialto",
-            "rtwake",
+            "rtwake", "frc", "rcsp", "hfsc",
         ] {
             assert!(
                 matches!(book.get(name), Some(Rule::Builtin { .. })),

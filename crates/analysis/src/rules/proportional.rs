@@ -46,7 +46,7 @@ pub const SFQ_DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
 pub const BVT_DEFAULT_ADVANCE: i64 = 10;
 
 /// The checks both share the front of: children to label, one VP, not NULL.
-fn usable(node: &Node<'_>, v: &mut Verdict) -> bool {
+pub(super) fn usable(node: &Node<'_>, v: &mut Verdict) -> bool {
     if node.children.is_empty() {
         return false;
     }
@@ -78,7 +78,7 @@ fn usable(node: &Node<'_>, v: &mut Verdict) -> bool {
 }
 
 /// The input as PS (for shares), or `None`.
-fn as_ps(input: &Guarantee) -> Option<Derivation> {
+pub(super) fn as_ps(input: &Guarantee) -> Option<Derivation> {
     if let Guarantee::Ps(_) = input {
         return Some(Derivation {
             result: *input,

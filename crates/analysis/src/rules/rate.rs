@@ -1,0 +1,362 @@
+//! Rules for the rate-based schedulers of Yau & Lam ("Decoupled delay and
+//! rate guarantees..."): `frc` (§3), `rcsp` (§4) and `hfsc` (§5), in the
+//! HLS guarantee language (Regehr & Stankovic §4).
+//!
+//! **`frc`**: `ALL -> PSBE+, PS -> PS+`. Each child has a rate `r_i`
+//! (`rate`, or with service `classes` the effective rate
+//! `r̂_i·R_k / max(R_k, Σ r̂)` of its class) and `q_i = w_i + tick` (`w_i`
+//! the child's `quantum`, at least the node's `min_quantum`). Under ALL,
+//! with `Σ r ≤ 1` over all children, Corollary 1.1 (bound (4)) gives
+//! `r_i (t − Σ_{j≠i} q_j) − q_i`, i.e. PSBE `r_i, r_i·Σ_{j≠i} q_j + q_i`;
+//! with `Σ r > 1` Theorem 1 (bound (3)) gives PSBE `r_i/Σr,
+//! (r_i·Σ_{j≠i} q_j + q_i·(Σr − r_i)) / Σr`. `Δ`, the threads ever runnable
+//! in the interval, is taken as every child: a superset only lowers both
+//! bounds, so the label holds however the children come and go. Under any
+//! other input that rewrites to PS s: PS `s·r_i/Σr` (FRC's finish values
+//! advance by the service the node receives, so Theorem 1's argument gives
+//! the share of what it receives, without a bound on the error since the
+//! input has none). δ is rounded up, shares down.
+//!
+//! **`rcsp`**: the same with `q_i = 2 (w_i + tick)`: an eligible child may
+//! lead the slowest by `w/r` and is then dispatched for a whole quantum, so
+//! Theorem 1 holds with the quanta doubled, not as the paper says with
+//! `w` (see the `rcsp` policy's header and the property test of both in
+//! the simulator's `frc` tests). Doubling the tick too is conservative.
+//!
+//! **`hfsc`**: `ALL -> PS+`. A child with the service curve `⟨r1, x, r2⟩`,
+//! admitted (the curves of the non-best-effort children, anchored at the
+//! same instant, sum to at most `t` for every `t`: the policy's admission
+//! test, checked here the same way), receives at least its
+//! curve from the start of each backlogged period, less a quantum (§5: the
+//! real-time criterion meets every deadline of admitted curves): in the
+//! long run the slope `r2`, so PS `r2`. No PSBE is claimed: link sharing
+//! serves a child in advance and may then hold it below any rate for a
+//! while (Fig. 10: `y` drops below `r2` after being served early), so no
+//! bound holds over *every* interval. Best-effort children (and, when the
+//! curves exceed the CPU, every child: some will be refused, an error) get
+//! NULL. Service curves are in real time: under anything but ALL nothing is
+//! claimed.
+//!
+//! **Limits.** One CPU: on several VPs none of the three claims anything
+//! (the papers' bounds are uniprocessor). Children of an `hfsc` class tree
+//! (`class`) are analysed by their own curves only; the classes' shares of
+//! the excess are not claimed.
+
+use super::proportional::{as_ps, usable};
+use super::{duration_param, parse_rate, rate_text, str_param, Eval, Label, Node, Severity};
+use super::{Child, Verdict};
+use crate::guarantee::Guarantee;
+use crate::ratio::Ratio;
+use hsched_core::{Duration, Value};
+
+/// (policy, Table 1 row, rule).
+pub const RULES: &[(&str, &str, Eval)] = &[
+    ("frc", "ALL -> PSBE+, PS -> PS+", frc),
+    ("rcsp", "ALL -> PSBE+, PS -> PS+", rcsp),
+    ("hfsc", "ALL -> PS+", hfsc),
+];
+
+/// The `frc` policy's defaults: child rate, child quantum, `min_quantum`.
+pub const FRC_DEFAULT_RATE: &str = "0.1";
+pub const FRC_DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
+pub const FRC_DEFAULT_MIN_QUANTUM: Duration = Duration::from_millis(1);
+/// The `hfsc` policy's default slopes.
+pub const HFSC_DEFAULT_RATE: &str = "0.05";
+
+pub fn frc(node: &Node<'_>) -> Verdict {
+    rate_controlled(node, 1)
+}
+
+pub fn rcsp(node: &Node<'_>) -> Verdict {
+    rate_controlled(node, 2)
+}
+
+/// A child's rate and quantum, or the message saying what is wrong.
+fn frc_child(c: &Child<'_>, min_quantum: Duration) -> Result<(Ratio, Duration, String), String> {
+    let rate = match c.params.get("rate") {
+        None => parse_rate(FRC_DEFAULT_RATE)?,
+        Some(Value::Str(s)) => parse_rate(s)?,
+        Some(v) => return Err(format!("`rate` = {v}: expected a decimal string")),
+    };
+    let quantum = duration_param(c.params, "quantum", Some(FRC_DEFAULT_QUANTUM))?
+        .unwrap_or(FRC_DEFAULT_QUANTUM)
+        .max(min_quantum);
+    let class = str_param(c.params, "class")?.unwrap_or("").to_string();
+    Ok((rate, quantum, class))
+}
+
+/// `classes = "GR:0.6:0, FR:0.4:inf"` as (name, class rate); the overbook
+/// fraction only decides admission, which effective rates already cover.
+fn frc_classes(text: &str) -> Result<Vec<(String, Ratio)>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let fields: Vec<&str> = part.split(':').map(str::trim).collect();
+        let [name, rate, _overbook] = fields[..] else {
+            return Err(format!("`classes`: `{part}`: expected NAME:RATE:OVERBOOK"));
+        };
+        out.push((name.to_string(), parse_rate(rate)?));
+    }
+    Ok(out)
+}
+
+/// `frc` (`factor` 1) and `rcsp` (`factor` 2: the quanta doubled).
+fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
+    let mut v = Verdict::all_null(node);
+    if !usable(node, &mut v) {
+        return v;
+    }
+    let fail = |v: &mut Verdict, e: String| {
+        v.problems
+            .push(node.problem(Severity::Error, format!("{}: {e}", node.who())));
+    };
+    let min_quantum = match duration_param(node.params, "min_quantum", None) {
+        Ok(q) => q.unwrap_or(FRC_DEFAULT_MIN_QUANTUM),
+        Err(e) => {
+            fail(&mut v, e);
+            return v;
+        }
+    };
+    let classes = match str_param(node.params, "classes").and_then(|t| frc_classes(t.unwrap_or("")))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            fail(&mut v, e);
+            return v;
+        }
+    };
+    let mut children = Vec::with_capacity(node.children.len());
+    for c in &node.children {
+        match frc_child(c, min_quantum) {
+            Ok(x) => children.push(x),
+            Err(e) => {
+                v.problems.push(node.child_problem(
+                    c,
+                    Severity::Error,
+                    format!("{} under {}: {e}", c.describe(), node.who()),
+                ));
+                return v;
+            }
+        }
+    }
+    // Effective rates (§3.1): a child of class k (the first when it names
+    // none) gets r̂·R_k / max(R_k, Σ r̂ of the class).
+    let mut rates = Vec::with_capacity(children.len());
+    for (rate, _, class) in &children {
+        let effective = if classes.is_empty() {
+            Some(*rate)
+        } else {
+            let k = classes
+                .iter()
+                .position(|(n, _)| n == class)
+                .or(class.is_empty().then_some(0));
+            let Some(k) = k else {
+                fail(&mut v, format!("no service class `{class}`"));
+                return v;
+            };
+            let (name, class_rate) = (&classes[k].0, classes[k].1);
+            let nominal = children
+                .iter()
+                .filter(|(_, _, c)| c == name || (c.is_empty() && k == 0))
+                .try_fold(Ratio::ZERO, |a, (r, ..)| a.checked_add(*r));
+            nominal.and_then(|sum| {
+                rate.checked_mul(class_rate)?
+                    .checked_div(sum.max(class_rate))
+            })
+        };
+        match effective {
+            Some(r) => rates.push(r),
+            None => return v,
+        }
+    }
+    let tick = node.machine.tick.unwrap_or(Duration::ZERO);
+    let quanta: Vec<u128> = children
+        .iter()
+        .map(|(_, w, _)| u128::from(factor) * u128::from(w.saturating_add(tick).as_nanos()))
+        .collect();
+    let all_quanta: u128 = quanta.iter().sum();
+    let Some(total) = rates.iter().try_fold(Ratio::ZERO, |a, r| a.checked_add(*r)) else {
+        return v;
+    };
+    let input = node.input();
+    let why = |i: usize| {
+        format!(
+            "rate {} of {}; q = {}{}{}",
+            rate_text(rates[i]),
+            rate_text_any(total),
+            if factor == 2 { "2 x " } else { "" },
+            children[i].1,
+            if node.machine.tick.is_some() {
+                " + 1 tick"
+            } else {
+                ""
+            }
+        )
+    };
+    if input == Guarantee::All {
+        for (i, &r) in rates.iter().enumerate() {
+            let others = all_quanta - quanta[i];
+            let g = if total <= Ratio::ONE {
+                // Corollary 1.1: PSBE r, r·Σ_{j≠i} q_j + q_i.
+                Some(Guarantee::Psbe {
+                    share: r,
+                    delta: ceil_ns(others, r).saturating_add(ns(quanta[i])),
+                })
+            } else {
+                // Theorem 1: PSBE r/Σr, (r·Σ_{j≠i} q_j + q_i·(Σr − r)) / Σr.
+                let share = r.checked_div(total);
+                let rest = total.checked_sub(r).and_then(|x| x.checked_div(total));
+                share.zip(rest).map(|(s, rest)| Guarantee::Psbe {
+                    share: s,
+                    delta: ceil_ns(others, s).saturating_add(ceil_ns(quanta[i], rest)),
+                })
+            };
+            if let Some(g) = g {
+                v.labels[i] = Label::because(g, why(i));
+            }
+        }
+        return v;
+    }
+    let Some(d) = as_ps(&input) else {
+        v.problems.push(node.problem(
+            Severity::Warning,
+            format!(
+                "{}: {} needs ALL or PS (or a guarantee that rewrites into PS), but {}: its children get NULL",
+                node.under(),
+                node.policy,
+                node.given()
+            ),
+        ));
+        return v;
+    };
+    let Guarantee::Ps(share) = d.result else {
+        return v;
+    };
+    if d.result != input {
+        v.taken_as = Some(d.clone());
+    }
+    for (i, &r) in rates.iter().enumerate() {
+        if let Some(s) = r.checked_div(total).and_then(|x| x.checked_mul(share)) {
+            v.labels[i] = Label::because(Guarantee::Ps(s), why(i));
+        }
+    }
+    v
+}
+
+/// A sum of rates may exceed 1, which `rate_text` (a RESU rate) cannot
+/// print.
+fn rate_text_any(r: Ratio) -> String {
+    if r <= Ratio::ONE {
+        rate_text(r)
+    } else {
+        format!("{:.4}", r.as_f64())
+    }
+}
+
+/// The `hfsc` policy's admission test: all curves anchored at the same
+/// instant stay under the CPU, `Σ S_i(t) ≤ t`. `Σ S_i(t) − t` is linear
+/// between breakpoints and 0 at 0, so checking every breakpoint `x_i` and
+/// the final slope `Σ r2 ≤ 1` is exact. Rates in ppm rounded up (the policy
+/// holds ppm; rounding up can only refuse more).
+fn admissible(curves: &[(Ratio, Duration, Ratio)]) -> bool {
+    let ppm = |r: Ratio| (u128::from(r.num()) * 1_000_000).div_ceil(u128::from(r.den()));
+    let at = |t: u128| -> u128 {
+        curves
+            .iter()
+            .map(|&(r1, x, r2)| {
+                let x = u128::from(x.as_nanos());
+                ppm(r1) * t.min(x) + ppm(r2) * t.saturating_sub(x)
+            })
+            .sum()
+    };
+    let slope: u128 = curves.iter().map(|&(_, _, r2)| ppm(r2)).sum();
+    slope <= 1_000_000
+        && curves.iter().all(|&(_, x, _)| {
+            let t = u128::from(x.as_nanos());
+            at(t) <= 1_000_000 * t
+        })
+}
+
+fn ns(x: u128) -> Duration {
+    Duration(u64::try_from(x).unwrap_or(u64::MAX))
+}
+
+/// `⌈x·r⌉` ns; saturating is weaker, never stronger.
+fn ceil_ns(x: u128, r: Ratio) -> Duration {
+    let num = x.checked_mul(u128::from(r.num()));
+    num.map_or(Duration::MAX, |n| ns(n.div_ceil(u128::from(r.den()))))
+}
+
+pub fn hfsc(node: &Node<'_>) -> Verdict {
+    let mut v = Verdict::all_null(node);
+    if !usable(node, &mut v) {
+        return v;
+    }
+    let input = node.input();
+    if input != Guarantee::All {
+        v.problems.push(node.problem(
+            Severity::Warning,
+            format!(
+                "{}: hfsc's service curves are in real time and hold only on a whole CPU, but {}: its children get NULL",
+                node.under(),
+                node.given()
+            ),
+        ));
+        return v;
+    }
+    let mut curves = Vec::with_capacity(node.children.len());
+    for c in &node.children {
+        let rate = |key: &str| match c.params.get(key) {
+            None => parse_rate(HFSC_DEFAULT_RATE),
+            // r1 may be 0 (a convex curve); parse_rate refuses 0.
+            Some(Value::Str(s)) => parse_rate(s).or_else(|e| {
+                if e.contains("is 0") {
+                    Ok(Ratio::ZERO)
+                } else {
+                    Err(e)
+                }
+            }),
+            Some(v) => Err(format!("`{key}` = {v}: expected a decimal string")),
+        };
+        let best_effort = matches!(c.params.get("best_effort"), Some(Value::Bool(true)));
+        let x = duration_param(c.params, "x", Some(Duration::ZERO));
+        match rate("r1").and_then(|r1| Ok((r1, x?.unwrap_or(Duration::ZERO), rate("r2")?))) {
+            Ok((r1, x, r2)) => curves.push((r1, x, r2, best_effort)),
+            Err(e) => {
+                v.problems.push(node.child_problem(
+                    c,
+                    Severity::Error,
+                    format!("{} under {}: {e}", c.describe(), node.who()),
+                ));
+                return v;
+            }
+        }
+    }
+    let real_time: Vec<(Ratio, Duration, Ratio)> = curves
+        .iter()
+        .filter(|c| !c.3)
+        .map(|&(r1, x, r2, _)| (r1, x, r2))
+        .collect();
+    if !admissible(&real_time) {
+        v.problems.push(node.problem(
+            Severity::Error,
+            format!(
+                "{}: the service curves of its children, anchored together, exceed the CPU (Σ S_i(t) > t at some breakpoint, or Σ r2 > 1): some will be refused, so none is promised anything",
+                node.who()
+            ),
+        ));
+        return v;
+    }
+    for (i, &(r1, _, r2, best_effort)) in curves.iter().enumerate() {
+        if !best_effort {
+            v.labels[i] = Label::because(
+                Guarantee::Ps(r2),
+                format!(
+                    "service curve <{}, x, {}>: long-term slope r2",
+                    rate_text_any(r1),
+                    rate_text(r2)
+                ),
+            );
+        }
+    }
+    v
+}
