@@ -48,31 +48,6 @@ fn thread(
     }
 }
 
-fn sleeper(kind: u8, a: u64, b: u64) -> Vec<Op> {
-    match kind {
-        0 => vec![Op::Loop {
-            count: None,
-            body: vec![
-                Op::Run(Dist::Uniform {
-                    min: ms(1),
-                    max: ms(1 + a % 30),
-                }),
-                Op::Sleep(Dist::Uniform {
-                    min: ms(1),
-                    max: ms(1 + b % 30),
-                }),
-            ],
-        }],
-        _ => vec![Op::Loop {
-            count: None,
-            body: vec![
-                Op::Run(Dist::Fixed(Duration::from_micros(100 + a % 900))),
-                Op::Yield,
-            ],
-        }],
-    }
-}
-
 /// `(rate ppm, quantum, precedence)` of a thread.
 type Spec = (u64, u64, i64);
 
@@ -101,7 +76,7 @@ fn check_bounds(
             r,
             ms(w),
             prec(p),
-            sleeper(kind, a, b),
+            common::bursts(kind == 0, a, b),
             ms(b % 50),
         ));
     }

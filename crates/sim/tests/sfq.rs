@@ -230,26 +230,7 @@ fn a_warped_hog_gets_no_more_than_its_share_in_the_long_run() {
 fn random_thread(i: usize, w: i64, kind: u8, a: u64, b: u64) -> ThreadSpec {
     let ops = match kind {
         0 => forever(),
-        1 => vec![Op::Loop {
-            count: None,
-            body: vec![
-                Op::Run(Dist::Uniform {
-                    min: ms(1),
-                    max: ms(1 + a % 30),
-                }),
-                Op::Sleep(Dist::Uniform {
-                    min: ms(1),
-                    max: ms(1 + b % 30),
-                }),
-            ],
-        }],
-        _ => vec![Op::Loop {
-            count: None,
-            body: vec![
-                Op::Run(Dist::Fixed(Duration::from_micros(100 + a % 900))),
-                Op::Yield,
-            ],
-        }],
+        k => common::bursts(k == 1, a, b),
     };
     ThreadSpec {
         arrival: Instant::ZERO + ms(b % 50),

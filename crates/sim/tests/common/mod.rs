@@ -1,8 +1,8 @@
 //! Helpers shared by the simulator's end-to-end tests.
 #![allow(dead_code)] // each test file uses its own subset
 
-use hsched_core::ThreadId;
-use hsched_model::{LogEntry, LogKind, RunResult, Scenario};
+use hsched_core::{Duration, ThreadId};
+use hsched_model::{Dist, LogEntry, LogKind, Op, RunResult, Scenario};
 use hsched_sim::{run, SimOptions};
 
 /// Runs `scn` with every invariant checked and the trace recorded, and
@@ -37,4 +37,30 @@ pub fn replies<'a>(r: &'a RunResult, name: &str) -> Vec<&'a LogEntry> {
 /// The id of thread `name`.
 pub fn tid(r: &RunResult, name: &str) -> ThreadId {
     r.threads.iter().find(|t| t.name == name).unwrap().id
+}
+
+/// A random workload program for property tests, from two random numbers:
+/// with `sleeps`, bursts of 1 to 1 + a%30 ms each followed by a sleep of
+/// 1 to 1 + b%30 ms; without, bursts of 100 to 999 µs each followed by a
+/// yield. Both loop forever.
+pub fn bursts(sleeps: bool, a: u64, b: u64) -> Vec<Op> {
+    let ms = Duration::from_millis;
+    let body = if sleeps {
+        vec![
+            Op::Run(Dist::Uniform {
+                min: ms(1),
+                max: ms(1 + a % 30),
+            }),
+            Op::Sleep(Dist::Uniform {
+                min: ms(1),
+                max: ms(1 + b % 30),
+            }),
+        ]
+    } else {
+        vec![
+            Op::Run(Dist::Fixed(Duration::from_micros(100 + a % 900))),
+            Op::Yield,
+        ]
+    };
+    vec![Op::Loop { count: None, body }]
 }
