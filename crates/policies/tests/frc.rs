@@ -114,13 +114,16 @@ fn a_thread_is_not_preempted_before_it_has_run_w() {
     assert_eq!(h.running_on(ParentVp(0)), Some(a));
     h.advance_to(ms(5));
     h.take_effects();
-    // At 5ms a is at 30ms; c wakes at min{22, 30} + 2 = 24ms, below a.
+    // At 5ms a is at 30ms; c wakes at min{22, 30} + 2 = 24ms, below a. The
+    // VP is decided again, but a keeps it to the end of its quantum.
     h.wake(c);
     assert_eq!(h.sched().finish(c), Some(vt(24_000_000)));
     assert!(!h
         .take_effects()
         .iter()
-        .any(|e| matches!(e, Effect::Reschedule(_) | Effect::Revoke(_))));
+        .any(|e| matches!(e, Effect::Revoke(_))));
+    assert_eq!(h.running_on(ParentVp(0)), Some(a));
+    assert_eq!(h.horizon(ParentVp(0)), Some(ms(10)));
     h.advance_to(Instant(ms(10).0 - 1));
     assert_eq!(h.running_on(ParentVp(0)), Some(a));
     // Then the smallest finish values, b (22) and c (24), each for its own
@@ -129,6 +132,36 @@ fn a_thread_is_not_preempted_before_it_has_run_w() {
     assert_eq!(h.running_on(ParentVp(0)), Some(b));
     h.advance_to(ms(11));
     assert_eq!(h.running_on(ParentVp(0)), Some(c));
+}
+
+/// A decision is timed against the children waiting when it was made; a
+/// child waking later with a smaller finish value must end it earlier, or
+/// the running child overruns the woken one by up to its whole lead
+/// (Theorem 1 failed on random workloads this way).
+#[test]
+fn a_wakeup_shortens_a_decision_timed_before_it() {
+    let mut h = harness(1, Params::new());
+    let one_ms = Duration::from_millis(1);
+    let a = h.register(&rate_q("0.5", one_ms)).unwrap();
+    let b = h.register(&rate_q("0.1", one_ms)).unwrap();
+    let c = h.register(&rate_q("0.5", one_ms)).unwrap();
+    h.wake(a);
+    h.wake(b);
+    // f_a = 2ms, f_b = 2 + 1/0.1 = 12ms. After its 1ms quantum a is at 4ms
+    // and would run until it reaches 12ms: 4ms more.
+    h.advance_to(ms(1));
+    assert_eq!(h.running_on(ParentVp(0)), Some(a));
+    assert_eq!(h.horizon(ParentVp(0)), Some(ms(5)));
+    // At 2ms a is at 6ms; c wakes at 6 + 2 = 8ms: a now stops when it
+    // reaches 8ms, at 3ms, and c runs.
+    h.advance_to(ms(2));
+    h.wake(c);
+    assert_eq!(h.sched().finish(c), Some(vt(8_000_000)));
+    assert_eq!(h.running_on(ParentVp(0)), Some(a));
+    assert_eq!(h.horizon(ParentVp(0)), Some(ms(3)));
+    h.advance_to(ms(3));
+    assert_eq!(h.running_on(ParentVp(0)), Some(c));
+    assert_eq!(h.cpu_time(a), Duration::from_millis(3));
 }
 
 #[test]
