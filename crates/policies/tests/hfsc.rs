@@ -6,7 +6,7 @@
 
 use hsched_core::{ChildId, Duration, Instant, Params, Value};
 use hsched_policies::hfsc::{
-    admissible, parse_classes, parse_rate, Curve, Hfsc, ServiceCurve, PPM,
+    admissible, parse_classes, parse_rate, ClassSpec, Curve, Hfsc, ServiceCurve, PPM,
 };
 use hsched_policies::testkit::{Harness, Parent};
 use proptest::prelude::*;
@@ -61,14 +61,41 @@ fn rates_parse_exactly() {
 
 #[test]
 fn classes_parse_and_errors_name_the_class() {
+    let class = |name: &str, rate, parent| ClassSpec {
+        name: name.into(),
+        rate,
+        parent,
+    };
     assert_eq!(
         parse_classes("interactive:0.3, batch:0.2, rt:0.5").unwrap(),
         vec![
-            ("interactive".to_string(), 300_000),
-            ("batch".to_string(), 200_000),
-            ("rt".to_string(), 500_000)
+            class("interactive", 300_000, None),
+            class("batch", 200_000, None),
+            class("rt", 500_000, None)
         ]
     );
+    assert_eq!(
+        parse_classes("media:0.6, media/audio:0.2, media/video:0.4, media/video/hd:0.3").unwrap(),
+        vec![
+            class("media", 600_000, None),
+            class("audio", 200_000, Some(0)),
+            class("video", 400_000, Some(0)),
+            class("hd", 300_000, Some(2))
+        ]
+    );
+    let e = parse_classes("media:0.5, media/audio:0.3, media/video:0.3").unwrap_err();
+    assert!(
+        e.contains("inside `media`") && e.contains("0.6") && e.contains("`media`'s rate 0.5"),
+        "{e}"
+    );
+    let e = parse_classes("media/audio:0.2").unwrap_err();
+    assert!(e.contains("no class `media` declared before it"), "{e}");
+    let e = parse_classes("a:0.5, b:0.4, a/c:0.1, b/c:0.1").unwrap_err();
+    assert!(e.contains("`c`") && e.contains("twice"), "{e}");
+    let e = parse_classes("a:0.5, a/b:0.4, b/x:0.1").unwrap_err();
+    assert!(e.contains("`b` is at `a/b`"), "{e}");
+    assert!(parse_classes("a:0.5, /b:0.1").is_err());
+    assert!(parse_classes("a:0.5, a//b:0.1").is_err());
     assert_eq!(parse_classes("").unwrap(), vec![]);
     let e = parse_classes("a:0.6, b:0.6").unwrap_err();
     assert!(e.contains("more than 1"), "{e}");
@@ -300,6 +327,69 @@ fn best_effort_children_share_by_class_rates_then_by_their_rates() {
     assert!(near(tb3, 500 * MS), "b3 got {tb3}");
 }
 
+/// Four greedy best-effort threads, one in each leaf class of
+/// `media:0.5 {audio:0.1, video:0.4}, batch:0.5`, with equal rates of their
+/// own: the leaves get their class rates. When `audio` sleeps, what it
+/// leaves goes to `video`, its sibling inside `media` (0.5 in all), not in
+/// proportion to every class as a flat tree would give (0.4/0.9 = 0.44).
+#[test]
+fn nested_classes_share_the_excess_down_the_tree() {
+    let mut h = harness("media:0.5, media/audio:0.1, media/video:0.4, batch:0.5");
+    let be = |class: &str| {
+        curve("0.1", 0, "0.1")
+            .with("best_effort", Value::Bool(true))
+            .with("class", Value::Str(class.into()))
+    };
+    let audio = h.register(&be("audio")).unwrap();
+    let video = h.register(&be("video")).unwrap();
+    let batch = h.register(&be("batch")).unwrap();
+    for c in [audio, video, batch] {
+        h.wake(c);
+    }
+    h.advance_to(ms(2000));
+    // Within two quanta per child of the exact split.
+    let near = |got: u64, want: u64| got.abs_diff(want) <= 2 * MS;
+    let (ta, tv) = cpu_share(&h, audio, video);
+    let tb = h.cpu_time(batch).as_nanos();
+    assert!(near(ta, 200 * MS), "audio got {ta}");
+    assert!(near(tv, 800 * MS), "video got {tv}");
+    assert!(near(tb, 1000 * MS), "batch got {tb}");
+    h.block(audio);
+    h.advance_to(ms(4000));
+    let tv = h.cpu_time(video).as_nanos() - tv;
+    let tb = h.cpu_time(batch).as_nanos() - tb;
+    assert!(near(tv, 1000 * MS), "video got {tv} of 2s without audio");
+    assert!(near(tb, 1000 * MS), "batch got {tb} of 2s without audio");
+    // A class with no runnable leaf is not selected: nothing ran audio.
+    assert!(near(h.cpu_time(audio).as_nanos(), 200 * MS));
+}
+
+#[test]
+fn a_class_returning_after_idling_starts_at_its_siblings_virtual_time() {
+    // `a/idle` sleeps for 2s while `a/busy` runs: when it comes back it
+    // must not claim the 2s it missed (L2-L3 at every level), so over the
+    // next second the two split `a`'s half 1:1.
+    let mut h = harness("a:0.5, a/busy:0.25, a/idle:0.25, b:0.5");
+    let be = |class: &str| {
+        curve("0.1", 0, "0.1")
+            .with("best_effort", Value::Bool(true))
+            .with("class", Value::Str(class.into()))
+    };
+    let busy = h.register(&be("busy")).unwrap();
+    let idle = h.register(&be("idle")).unwrap();
+    let b = h.register(&be("b")).unwrap();
+    h.wake(busy);
+    h.wake(b);
+    h.advance_to(ms(2000));
+    h.wake(idle);
+    let (busy0, idle0) = cpu_share(&h, busy, idle);
+    h.advance_to(ms(3000));
+    let (busy1, idle1) = cpu_share(&h, busy, idle);
+    let near = |got: u64, want: u64| got.abs_diff(want) <= 2 * MS;
+    assert!(near(busy1 - busy0, 250 * MS), "busy got {}", busy1 - busy0);
+    assert!(near(idle1 - idle0, 250 * MS), "idle got {}", idle1 - idle0);
+}
+
 #[test]
 fn real_time_service_advances_finish_values_up_the_path() {
     let mut h = harness("rt:0.5");
@@ -311,6 +401,16 @@ fn real_time_service_advances_finish_values_up_the_path() {
     // 1 ms at rate 0.5 (leaf) and 0.5 (class): 2 ms of finish value each.
     assert_eq!(h.sched().finish(a), Some(u128::from(2 * MS)));
     assert_eq!(h.sched().class_finish("rt"), Some(u128::from(2 * MS)));
+    // Nested: 1 ms at 0.2 in `in` and 0.4 in `out`, above a leaf at 0.1.
+    let mut h = harness("out:0.4, out/in:0.2");
+    let a = h
+        .register(&curve("0.1", 0, "0.1").with("class", Value::Str("in".into())))
+        .unwrap();
+    h.wake(a);
+    h.advance_to(ms(1));
+    assert_eq!(h.sched().finish(a), Some(u128::from(10 * MS)));
+    assert_eq!(h.sched().class_finish("in"), Some(u128::from(5 * MS)));
+    assert_eq!(h.sched().class_finish("out"), Some(u128::from(5 * MS / 2)));
 }
 
 // ----- the service curve guarantee --------------------------------------------
@@ -341,7 +441,7 @@ proptest! {
         competitor in any::<bool>(),
         count_link_sharing in any::<bool>(),
     ) {
-        let mut sched = Hfsc::new(Q, parse_classes("be:0.1").unwrap()).unwrap();
+        let mut sched = Hfsc::new(Q, parse_classes("top:0.2, top/be:0.1").unwrap()).unwrap();
         sched.count_link_sharing = count_link_sharing;
         let mut h = Harness::new(Box::new(sched), 1, Parent::Root);
         h.set_checking(true);

@@ -45,21 +45,61 @@ pub fn parse_rate(text: &str) -> Result<u32, String> {
     Ok(ppm as u32)
 }
 
-/// Parses `classes`: `"name:rate, name:rate"`; empty means no classes.
-pub fn parse_classes(text: &str) -> Result<Vec<(String, u32)>, String> {
-    let mut out: Vec<(String, u32)> = Vec::new();
+/// A link-sharing class as declared: its name, its linear rate (ppm) and
+/// the class it is nested in (the index of an earlier class; `None`: the
+/// root).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ClassSpec {
+    pub name: String,
+    pub rate: u32,
+    pub parent: Option<u32>,
+}
+
+/// Parses `"media:0.6, media/audio:0.2, media/video:0.4, batch:0.4"`: each
+/// class is `name:rate` at the root or `parent/name:rate` inside a class
+/// declared before it (any depth: `a/b/c:0.1` names `c` in `b`, itself in
+/// `a`). Names are unique across the tree, so a child's `class` names the
+/// last part alone. The rates of the classes directly inside a class add
+/// up to at most its rate, and at the root to at most 1.
+pub fn parse_classes(text: &str) -> Result<Vec<ClassSpec>, String> {
+    let mut out: Vec<ClassSpec> = Vec::new();
     for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let Some((name, rate)) = item.split_once(':') else {
+        let Some((path, rate)) = item.rsplit_once(':') else {
             return Err(format!(
-                "`classes`: `{item}`: expected `name:rate`, e.g. `batch:0.2`"
+                "`classes`: `{item}`: expected `name:rate` or `parent/name:rate`, e.g. `batch:0.2`"
             ));
         };
-        let name = name.trim();
-        if name.is_empty() {
-            return Err(format!("`classes`: `{item}`: the class needs a name"));
+        let mut parts: Vec<&str> = path.split('/').map(str::trim).collect();
+        let name = parts.pop().unwrap_or_default();
+        if name.is_empty() || parts.iter().any(|p| p.is_empty()) {
+            return Err(format!(
+                "`classes`: `{item}`: a class and each parent needs a name"
+            ));
         }
-        if out.iter().any(|(n, _)| n == name) {
+        if out.iter().any(|c| c.name == name) {
             return Err(format!("`classes`: class `{name}` is declared twice"));
+        }
+        let mut parent: Option<u32> = None;
+        for p in &parts {
+            let Some(k) = out.iter().position(|c| c.name == *p) else {
+                return Err(format!(
+                    "`classes`: `{item}`: no class `{p}` declared before it"
+                ));
+            };
+            if out[k].parent != parent {
+                let mut full = vec![out[k].name.as_str()];
+                let mut up = out[k].parent;
+                while let Some(q) = up {
+                    full.push(out[q as usize].name.as_str());
+                    up = out[q as usize].parent;
+                }
+                full.reverse();
+                return Err(format!(
+                    "`classes`: `{item}`: `{p}` is at `{}`: write the whole path from the root",
+                    full.join("/")
+                ));
+            }
+            parent = Some(k as u32);
         }
         let rate = parse_rate(rate).map_err(|e| format!("`classes`: class `{name}`: {e}"))?;
         if rate == 0 {
@@ -67,14 +107,38 @@ pub fn parse_classes(text: &str) -> Result<Vec<(String, u32)>, String> {
                 "`classes`: class `{name}`: the rate must be above 0"
             ));
         }
-        out.push((name.to_string(), rate));
+        out.push(ClassSpec {
+            name: name.to_string(),
+            rate,
+            parent,
+        });
     }
-    let total: u64 = out.iter().map(|&(_, r)| u64::from(r)).sum();
-    if total > PPM {
-        return Err(format!(
-            "`classes`: the class rates add up to {}, more than 1",
-            Ppm(total)
-        ));
+    for parent in std::iter::once(None).chain((0..out.len() as u32).map(Some)) {
+        let total: u64 = out
+            .iter()
+            .filter(|c| c.parent == parent)
+            .map(|c| u64::from(c.rate))
+            .sum();
+        let (limit, whose) = match parent {
+            None => (PPM, "1 (the CPU)".to_string()),
+            Some(k) => {
+                let c = &out[k as usize];
+                (
+                    u64::from(c.rate),
+                    format!("`{}`'s rate {}", c.name, Ppm(c.rate.into())),
+                )
+            }
+        };
+        if total > limit {
+            let inside = match parent {
+                None => "at the root".to_string(),
+                Some(k) => format!("inside `{}`", out[k as usize].name),
+            };
+            return Err(format!(
+                "`classes`: the class rates {inside} add up to {}, more than {whose}",
+                Ppm(total)
+            ));
+        }
     }
     Ok(out)
 }

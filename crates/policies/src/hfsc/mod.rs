@@ -40,18 +40,23 @@
 //!   is eligible, link-sharing by FRC finish values (Fig. 1 with `w = 0`):
 //!   from the root, the child node with the smallest finish value, down to
 //!   a leaf. Every CPU time received, by either criterion, advances the
-//!   finish value of the leaf (rate `r2`) and of its class (the class
-//!   rate) by L6; a node becoming runnable gets `f := max(f, v)` (L2-L3),
+//!   finish value of the leaf (rate `r2`) and of every class above it (at
+//!   each class's rate) by L6 (§5.1: "all nodes on the path from the thread
+//!   to the root"); a node becoming runnable gets `f := max(f, v)` (L2-L3),
 //!   `v` the smallest finish value among its runnable siblings (kept as a
 //!   never-decreasing floor per level, taken when a node is selected).
 //! - A decision lasts at most `quantum` (the paper's rescheduling points
 //!   are clock ticks); wake-ups do not preempt.
 //!
-//! **Hierarchy.** Parameter `classes` declares link-sharing classes, e.g.
-//! `"interactive:0.3, batch:0.2, rt:0.5"` (name and linear rate); a child
-//! names its class with `class` (default: attached to the root). Classes
-//! are internal nodes: they take part in link sharing only (their service
-//! curve is linear, §5.1). A child with `best_effort = true` is §5.2's
+//! **Hierarchy.** Parameter `classes` declares the link-sharing tree, e.g.
+//! `"media:0.6, media/audio:0.2, media/video:0.4, batch:0.4"`: `name:rate`
+//! at the root, `parent/name:rate` inside a class declared earlier, to any
+//! depth; the rates inside a class add up to at most its rate (at the root,
+//! to at most 1). A child names its class with `class`, the last part of
+//! the path (default: attached to the root). Classes are internal nodes:
+//! they take part in link sharing only (their service curve is linear,
+//! §5.1). Excess is shared down the tree: what `audio` leaves unused goes
+//! first to `video`, its sibling inside `media`, and only then to `batch`. A child with `best_effort = true` is §5.2's
 //! best-effort thread: `r1 = r2` required, never eligible for the real-time
 //! criterion, not admission controlled; it progresses by link sharing
 //! (put such children in a class with a non-zero rate to guarantee the
@@ -74,11 +79,11 @@
 //! with the packet length replaced by the run length); the excess is
 //! shared in proportion to `r2` (and class rates) by FRC.
 //!
-//! **Limits.** One level of classes (root, classes, leaves). Several CPUs
+//! **Limits.** Several CPUs
 //! are served from the same global sets (no guarantee claimed there). No
 //! preemption on wake-up: a waking child waits for the current decision
 //! (at most `quantum`). Cost: O(log n) per decision, wake-up, block and
-//! charge, plus O(log x) steps of a binary search in a concave curve
+//! charge (times the depth of the class tree), plus O(log x) steps of a binary search in a concave curve
 //! update; admission is O(1) while `Σ max(r1, r2) <= 1`, else O(n²) (the exact
 //! breakpoint check).
 
@@ -89,7 +94,7 @@ use hsched_core::{
 use std::collections::BTreeSet;
 
 mod curve;
-pub use curve::{admissible, parse_classes, parse_rate, Curve, ServiceCurve, PPM};
+pub use curve::{admissible, parse_classes, parse_rate, ClassSpec, Curve, ServiceCurve, PPM};
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "hfsc",
@@ -99,7 +104,8 @@ pub const INFO: PolicyInfo = PolicyInfo {
           decimal strings). Eligible children run earliest SCED deadline first (deadline \
           curves updated on wake-up, immediate CPU demand by exponential averaging, \
           alpha = 0.25); otherwise link sharing by FRC finish values through the classes \
-          declared in `classes` (\"name:rate, ...\", child param `class`). `best_effort` \
+          declared in `classes` (\"name:rate, parent/name:rate, ...\", nested to any depth; \
+          child param `class`). `best_effort` \
           children are never eligible. Admission keeps the sum of curves under the CPU. \
           Decisions last at most `quantum`.",
     params,
@@ -125,7 +131,8 @@ fn params() -> Vec<ParamSpec> {
         ParamSpec::new(
             "classes",
             ParamKind::Str,
-            "link-sharing classes, \"name:rate, name:rate\" (rates decimal, sum <= 1)",
+            "link-sharing classes, \"name:rate, parent/name:rate, ...\" (rates decimal; those \
+             inside a class add up to at most its rate, at the root to at most 1)",
         )
         .with_default(Value::Str(String::new())),
         ParamSpec::new(
@@ -163,7 +170,7 @@ fn child_params() -> Vec<ParamSpec> {
         ParamSpec::new(
             "class",
             ParamKind::Str,
-            "the link-sharing class (one of `classes`; empty: the root)",
+            "the link-sharing class (a name from `classes`, its last path part; empty: the root)",
         )
         .with_default(Value::Str(String::new())),
         ParamSpec::new(
@@ -251,16 +258,23 @@ impl Child {
     }
 }
 
+/// An internal node of the link-sharing tree.
 #[derive(Clone, Debug)]
 struct Class {
     name: String,
     rate: u32,
+    /// The class it is nested in; `None`: the root.
+    parent: Option<u32>,
     finish: Fin,
     rem: u64,
-    /// The level's virtual time `v` (L2), a never-decreasing floor.
+    /// The virtual time `v` (L2) of the nodes inside it, a never-decreasing
+    /// floor.
     floor: Fin,
-    waiting: BTreeSet<(Fin, ChildId)>,
-    /// Runnable (waiting or running) children.
+    /// The nodes inside it (leaves and classes) that have a waiting leaf
+    /// at or below them. A class is in its parent's set iff this is not
+    /// empty.
+    waiting: BTreeSet<(Fin, Node)>,
+    /// Runnable (waiting or running) leaves at any depth below it.
     runnable: u32,
 }
 
@@ -287,8 +301,8 @@ pub struct Hfsc {
 
 impl Hfsc {
     /// An HFSC scheduler with decisions of at most `quantum` and the given
-    /// link-sharing classes (name, rate in ppm).
-    pub fn new(quantum: Duration, classes: Vec<(String, u32)>) -> Result<Self, String> {
+    /// link-sharing classes (see [`parse_classes`]).
+    pub fn new(quantum: Duration, classes: Vec<ClassSpec>) -> Result<Self, String> {
         if quantum.is_zero() {
             return Err("`quantum` must be longer than zero".into());
         }
@@ -297,9 +311,10 @@ impl Hfsc {
             children: ChildMap::new(),
             classes: classes
                 .into_iter()
-                .map(|(name, rate)| Class {
-                    name,
-                    rate,
+                .map(|c| Class {
+                    name: c.name,
+                    rate: c.rate,
+                    parent: c.parent,
                     finish: 0,
                     rem: 0,
                     floor: 0,
@@ -349,6 +364,61 @@ impl Hfsc {
         (self.classes[k as usize].finish, Node::Class(k))
     }
 
+    /// The waiting set of the nodes inside `at` (`None`: the root).
+    fn level(&mut self, at: Option<u32>) -> &mut BTreeSet<(Fin, Node)> {
+        match at {
+            None => &mut self.root,
+            Some(k) => &mut self.classes[k as usize].waiting,
+        }
+    }
+
+    /// The virtual time `v` of the nodes inside `at`.
+    fn level_floor(&self, at: Option<u32>) -> Fin {
+        match at {
+            None => self.root_floor,
+            Some(k) => self.classes[k as usize].floor,
+        }
+    }
+
+    /// The classes from `class` up to the top, innermost first (for the
+    /// invariant checks; the hot paths walk `parent` in place).
+    fn path(&self, class: Option<u32>) -> impl Iterator<Item = u32> + '_ {
+        std::iter::successors(class, |&k| self.classes[k as usize].parent)
+    }
+
+    /// Puts `key` into the set inside `at`, and each class that thereby
+    /// gets its first waiting node into its parent's set, up the tree.
+    fn insert_ls(&mut self, mut key: (Fin, Node), mut at: Option<u32>) {
+        loop {
+            let set = self.level(at);
+            let first = set.is_empty();
+            set.insert(key);
+            match at {
+                Some(k) if first => {
+                    key = self.class_key(k);
+                    at = self.classes[k as usize].parent;
+                }
+                _ => return,
+            }
+        }
+    }
+
+    /// Takes `key` out of the set inside `at`, and each class that thereby
+    /// loses its last waiting node out of its parent's set, up the tree.
+    fn remove_ls(&mut self, mut key: (Fin, Node), mut at: Option<u32>) {
+        loop {
+            let set = self.level(at);
+            set.remove(&key);
+            match at {
+                Some(k) if set.is_empty() => {
+                    key = self.class_key(k);
+                    at = self.classes[k as usize].parent;
+                }
+                _ => return,
+            }
+        }
+    }
+
     /// Puts a child that is runnable and not running into every set it
     /// belongs to, computing its eligible time (9) and deadline (8).
     fn insert_waiting(&mut self, child: ChildId) {
@@ -365,18 +435,7 @@ impl Hfsc {
             self.pending.insert((c.eligible_at, child));
         }
         let (finish, class) = (c.finish, c.class);
-        match class {
-            None => {
-                self.root.insert((finish, Node::Leaf(child)));
-            }
-            Some(k) => {
-                let was_empty = self.classes[k as usize].waiting.is_empty();
-                self.classes[k as usize].waiting.insert((finish, child));
-                if was_empty {
-                    self.root.insert(self.class_key(k));
-                }
-            }
-        }
+        self.insert_ls((finish, Node::Leaf(child)), class);
     }
 
     /// Takes a waiting child out of every set.
@@ -390,41 +449,29 @@ impl Hfsc {
             }
         }
         let (finish, class) = (c.finish, c.class);
-        match class {
-            None => {
-                self.root.remove(&(finish, Node::Leaf(child)));
-            }
-            Some(k) => {
-                let key = self.class_key(k);
-                let class = &mut self.classes[k as usize];
-                class.waiting.remove(&(finish, child));
-                if class.waiting.is_empty() {
-                    self.root.remove(&key);
-                }
-            }
-        }
+        self.remove_ls((finish, Node::Leaf(child)), class);
     }
 
-    /// A child becomes runnable: L2-L3 for it (and its class if the class
-    /// becomes runnable), then (7) for its deadline curve.
+    /// A child becomes runnable: L2-L3 for it and for every class above it
+    /// that becomes runnable with it, then (7) for its deadline curve.
     fn activate(&mut self, child: ChildId, now: u64) {
         let class = self.children[child].class;
-        let level_floor = match class {
-            None => self.root_floor,
-            Some(k) => {
-                let root_floor = self.root_floor;
-                let cl = &mut self.classes[k as usize];
-                if cl.runnable == 0 {
-                    debug_assert!(cl.waiting.is_empty());
-                    if cl.finish < root_floor {
-                        cl.finish = root_floor;
-                        cl.rem = 0;
-                    }
+        let mut at = class;
+        while let Some(k) = at {
+            let parent = self.classes[k as usize].parent;
+            let parent_floor = self.level_floor(parent);
+            let cl = &mut self.classes[k as usize];
+            if cl.runnable == 0 {
+                debug_assert!(cl.waiting.is_empty());
+                if cl.finish < parent_floor {
+                    cl.finish = parent_floor;
+                    cl.rem = 0;
                 }
-                cl.runnable += 1;
-                cl.floor
             }
-        };
+            cl.runnable += 1;
+            at = parent;
+        }
+        let level_floor = self.level_floor(class);
         let c = &mut self.children[child];
         if c.finish < level_floor {
             c.finish = level_floor;
@@ -446,8 +493,11 @@ impl Hfsc {
             State::Running(vp) => self.on_vp[vp.index()] = None,
         }
         self.children[child].state = State::Idle;
-        if let Some(k) = self.children[child].class {
-            self.classes[k as usize].runnable -= 1;
+        let mut at = self.children[child].class;
+        while let Some(k) = at {
+            let cl = &mut self.classes[k as usize];
+            cl.runnable -= 1;
+            at = cl.parent;
         }
         self.runnable -= 1;
     }
@@ -477,22 +527,25 @@ impl Hfsc {
         self.eligible.first().map(|&(_, child)| child)
     }
 
-    /// The link-sharing choice: smallest finish value, root down.
+    /// The link-sharing choice: smallest finish value, root down, each
+    /// level's virtual time taken as it is passed.
     fn pick_ls(&mut self) -> Option<ChildId> {
-        let &(f, node) = self.root.first()?;
+        let &(f, mut node) = self.root.first()?;
         self.root_floor = self.root_floor.max(f);
-        match node {
-            Node::Leaf(child) => Some(child),
-            Node::Class(k) => {
-                let cl = &mut self.classes[k as usize];
-                let &(f, child) = cl.waiting.first()?;
-                cl.floor = cl.floor.max(f);
-                Some(child)
+        loop {
+            match node {
+                Node::Leaf(child) => return Some(child),
+                Node::Class(k) => {
+                    let cl = &mut self.classes[k as usize];
+                    let &(f, inner) = cl.waiting.first()?;
+                    cl.floor = cl.floor.max(f);
+                    node = inner;
+                }
             }
         }
     }
 
-    /// L6 for `child` and its class: `f += ran / rate`.
+    /// L6 for `child` and every class above it: `f += ran / rate`.
     fn advance_finishes(&mut self, child: ChildId, ran: u64) {
         let c = &mut self.children[child];
         let waiting = c.state == State::Waiting;
@@ -501,14 +554,17 @@ impl Hfsc {
         }
         let c = &mut self.children[child];
         advance_finish(&mut c.finish, &mut c.rem, c.curve.r2, ran);
-        if let Some(k) = c.class {
-            let key = self.class_key(k);
-            let in_root = self.root.remove(&key);
+        let mut at = c.class;
+        while let Some(k) = at {
+            let (key, parent) = (self.class_key(k), self.classes[k as usize].parent);
+            let queued = self.level(parent).remove(&key);
             let cl = &mut self.classes[k as usize];
             advance_finish(&mut cl.finish, &mut cl.rem, cl.rate, ran);
-            if in_root {
-                self.root.insert(self.class_key(k));
+            if queued {
+                let key = self.class_key(k);
+                self.level(parent).insert(key);
             }
+            at = parent;
         }
         if waiting {
             self.insert_waiting(child);
@@ -585,10 +641,7 @@ impl Scheduler for Hfsc {
             }
             self.peak_sum += peak;
         }
-        let floor = match class {
-            None => self.root_floor,
-            Some(k) => self.classes[k as usize].floor,
-        };
+        let floor = self.level_floor(class);
         self.children.insert(
             child,
             Child {
@@ -710,7 +763,7 @@ impl Scheduler for Hfsc {
                 continue;
             }
             runnable += 1;
-            if let Some(k) = c.class {
+            for k in self.path(c.class) {
                 class_runnable[k as usize] += 1;
             }
             if !c.best_effort && c.deadline_curve.is_none() {
@@ -733,7 +786,7 @@ impl Scheduler for Hfsc {
                         None => self.root.contains(&(c.finish, Node::Leaf(child))),
                         Some(k) => self.classes[k as usize]
                             .waiting
-                            .contains(&(c.finish, child)),
+                            .contains(&(c.finish, Node::Leaf(child))),
                     };
                     if !in_ls {
                         return Err(format!("{child} waits but is not in its link-sharing set"));
@@ -771,7 +824,10 @@ impl Scheduler for Hfsc {
                 self.pending.len() + self.eligible.len()
             ));
         }
-        let mut root_classes = 0;
+        // Each level's set holds exactly its waiting leaves and its classes
+        // with something waiting.
+        let mut expected = vec![0usize; self.classes.len() + 1];
+        let slot = |at: Option<u32>| at.map_or(0, |k| k as usize + 1);
         for (k, cl) in self.classes.iter().enumerate() {
             if cl.runnable != class_runnable[k] {
                 return Err(format!(
@@ -779,26 +835,37 @@ impl Scheduler for Hfsc {
                     cl.name, cl.runnable, class_runnable[k]
                 ));
             }
-            let in_root = self.root.contains(&(cl.finish, Node::Class(k as u32)));
-            if in_root == cl.waiting.is_empty() {
+            let parent_set = match cl.parent {
+                None => &self.root,
+                Some(p) => &self.classes[p as usize].waiting,
+            };
+            let queued = parent_set.contains(&(cl.finish, Node::Class(k as u32)));
+            if queued == cl.waiting.is_empty() {
                 return Err(format!(
-                    "class `{}` in the root set: {in_root}, waiting: {}",
+                    "class `{}` queued in its parent: {queued}, waiting inside: {}",
                     cl.name,
                     cl.waiting.len()
                 ));
             }
-            root_classes += usize::from(in_root);
+            expected[slot(cl.parent)] += usize::from(queued);
         }
-        let root_leaves = self
-            .children
-            .iter()
-            .filter(|(_, c)| c.state == State::Waiting && c.class.is_none())
-            .count();
-        if self.root.len() != root_classes + root_leaves {
-            return Err(format!(
-                "root set holds {}, expected {root_classes} classes + {root_leaves} leaves",
-                self.root.len()
-            ));
+        for (_, c) in self.children.iter() {
+            if c.state == State::Waiting {
+                expected[slot(c.class)] += 1;
+            }
+        }
+        let sizes = std::iter::once(&self.root).chain(self.classes.iter().map(|c| &c.waiting));
+        for (i, set) in sizes.enumerate() {
+            if set.len() != expected[i] {
+                let at = i.checked_sub(1).map_or("the root".to_string(), |k| {
+                    format!("class `{}`", self.classes[k].name)
+                });
+                return Err(format!(
+                    "{at} queues {} nodes, expected {}",
+                    set.len(),
+                    expected[i]
+                ));
+            }
         }
         for (i, slot) in self.on_vp.iter().enumerate() {
             if let Some(child) = slot {
