@@ -57,6 +57,35 @@ pub struct ThreadResult {
     /// The long-run fraction of one CPU that guarantee promises, exact;
     /// `None` without a guarantee or when it promises none (NULL).
     pub guaranteed_share: Option<CpuShare>,
+    /// The cross-domain calls it made (Yau et al. §6), by how they ended.
+    pub calls: CallCounts,
+}
+
+/// A thread's cross-domain calls (train or RPC) by outcome. `made` counts
+/// every call; the others the calls that have ended, so `made` minus their
+/// sum is how many were still open at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct CallCounts {
+    pub made: u64,
+    /// Returned with results.
+    pub ok: u64,
+    /// Returned with an error: a caller between it and the server died.
+    pub broken_pipe: u64,
+    /// Returned with an error: the server domain died or was not alive.
+    pub server_exit: u64,
+    /// The caller's own domain died: nobody to return to.
+    pub caller_gone: u64,
+    /// The thread exited with the call open.
+    pub abandoned: u64,
+    /// Refused: too many calls open on the thread.
+    pub too_deep: u64,
+}
+
+impl CallCounts {
+    /// Calls that ended with an error of any kind.
+    pub fn errors(&self) -> u64 {
+        self.broken_pipe + self.server_exit + self.caller_gone + self.abandoned + self.too_deep
+    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

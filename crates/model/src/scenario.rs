@@ -167,6 +167,10 @@ pub enum Op {
     Serve(String),
     /// Kill a protection domain (the process dies): see [`DomainSpec`].
     Kill(String),
+    /// Start a declared protection domain that is not alive: one declared
+    /// with `start = false`, or a new incarnation of one that was killed
+    /// (the old one's leg status stays invalid). See [`DomainSpec`].
+    Create(String),
     /// The thread ends here, wherever it is (its invocation records are
     /// dropped).
     Exit,
@@ -182,17 +186,23 @@ pub enum Via {
 
 /// A protection domain (a process, Yau et al. §6): the stops it exports
 /// and the threads whose home it is. A thread in no declared domain is
-/// the only member of a private one named after it. A domain is created
-/// by an [`Action::Domain`] and dies by an [`Op::Kill`] or
-/// [`Action::Kill`]: the threads in it at that moment return to their
-/// first valid caller with a `server exit` error, or end; a call whose
-/// caller domain died returns with `broken pipe` to the next valid caller.
+/// the only member of a private one named after it. A domain is declared
+/// by an [`Action::Domain`], alive from then on if `start`; it is started
+/// (again) by an [`Op::Create`] or [`Action::Create`], and dies by an
+/// [`Op::Kill`] or [`Action::Kill`]: the threads in it at that moment
+/// return to their first valid caller with a `server exit` error, or end;
+/// a call whose caller domain died returns with `broken pipe` to the next
+/// valid caller. A thread whose home domain is not alive when it arrives
+/// ends at once.
 #[derive(Clone, Debug, Serialize)]
 pub struct DomainSpec {
     pub name: String,
     pub stops: Vec<StopSpec>,
     /// Threads whose home domain this is.
     pub members: Vec<String>,
+    /// Whether it is alive as soon as it is declared (else it waits for a
+    /// `create`).
+    pub start: bool,
 }
 
 /// An exported entry point of a domain: the code a call runs there.
@@ -418,4 +428,6 @@ pub enum Action {
     Domain(DomainSpec),
     /// Kill a protection domain.
     Kill(String),
+    /// Start a declared domain that is not alive (see [`Op::Create`]).
+    Create(String),
 }

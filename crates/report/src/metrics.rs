@@ -54,6 +54,13 @@
 //! | `threads[].max_gap_ns` | int | longest span runnable without running |
 //! | `threads[].context_switches` | int | times put on a CPU after something else |
 //! | `threads[].migrations` | int | times put on a different CPU than last time |
+//! | `threads[].calls.made` | int | cross-domain calls (train or RPC) it made |
+//! | `threads[].calls.ok` | int | of those, returned with results |
+//! | `threads[].calls.broken_pipe` | int | returned with `broken pipe` (a caller between died) |
+//! | `threads[].calls.server_exit` | int | returned with `server exit` (the server domain died or was not alive) |
+//! | `threads[].calls.caller_gone` | int | its own domain died first: nobody to return to |
+//! | `threads[].calls.abandoned` | int | it exited with the call open |
+//! | `threads[].calls.too_deep` | int | refused: too many calls open |
 //! | `schedulers[].name` | string | scheduler instance name |
 //! | `schedulers[].policy` | string | policy it runs |
 //! | `schedulers[].alive` | bool | still in the hierarchy at the end |
@@ -69,7 +76,7 @@
 
 use crate::stats::{ratio, Percentiles};
 use hsched_core::{Instant, ThreadId};
-use hsched_model::{CpuShare, JobRecord, LogKind, RunResult};
+use hsched_model::{CallCounts, CpuShare, JobRecord, LogKind, RunResult};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -121,6 +128,7 @@ pub struct ThreadMetrics {
     pub max_gap_ns: u64,
     pub context_switches: u64,
     pub migrations: u64,
+    pub calls: CallCounts,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -181,6 +189,7 @@ pub fn metrics(result: &RunResult) -> Metrics {
                 max_gap_ns: t.max_runnable_gap.as_nanos(),
                 context_switches: t.context_switches,
                 migrations: t.migrations,
+                calls: t.calls,
             }
         })
         .collect();

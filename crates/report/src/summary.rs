@@ -25,6 +25,7 @@ pub fn summary(result: &RunResult) -> String {
     let mut out = String::new();
     header(&m, &mut out);
     threads(&m, &mut out);
+    calls(&m, &mut out);
     schedulers(&m, &mut out);
     global(&m, &mut out);
     log(&m, &mut out);
@@ -84,6 +85,42 @@ fn threads(m: &Metrics, out: &mut String) {
             th.context_switches.to_string(),
         ]);
         t.row(row);
+    }
+    t.render(out);
+}
+
+/// The cross-domain calls, for the threads that made any (nothing when
+/// none did).
+fn calls(m: &Metrics, out: &mut String) {
+    let callers: Vec<_> = m.threads.iter().filter(|t| t.calls.made > 0).collect();
+    if callers.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\ncalls (train and RPC, by how they ended)");
+    let mut t = Table::new(&[
+        ("thread", Align::Left),
+        ("made", Align::Right),
+        ("ok", Align::Right),
+        ("broken pipe", Align::Right),
+        ("server exit", Align::Right),
+        ("caller gone", Align::Right),
+        ("abandoned", Align::Right),
+        ("too deep", Align::Right),
+        ("open", Align::Right),
+    ]);
+    for th in callers {
+        let c = &th.calls;
+        t.row(vec![
+            th.name.clone(),
+            c.made.to_string(),
+            c.ok.to_string(),
+            c.broken_pipe.to_string(),
+            c.server_exit.to_string(),
+            c.caller_gone.to_string(),
+            c.abandoned.to_string(),
+            c.too_deep.to_string(),
+            (c.made - c.ok - c.errors()).to_string(),
+        ]);
     }
     t.render(out);
 }

@@ -4,7 +4,7 @@
 mod fixture;
 
 use hsched_core::{CpuId, Duration, Instant, ThreadId};
-use hsched_model::{Mark, MarkKind, RunResult, Segment, SegmentKind, Trace};
+use hsched_model::{CallCounts, Mark, MarkKind, RunResult, Segment, SegmentKind, Trace};
 use hsched_report::{jobs_csv, metrics, metrics_json, perfetto_trace, summary, ReportError};
 use proptest::prelude::*;
 use serde_json::Value;
@@ -182,6 +182,14 @@ fn json_keys_are_present_and_in_documented_order() {
             "max_gap_ns",
             "context_switches",
             "migrations",
+            "calls",
+            "made",
+            "ok",
+            "broken_pipe",
+            "server_exit",
+            "caller_gone",
+            "abandoned",
+            "too_deep",
         ],
     );
     let sched_at = text.find("\"schedulers\":").unwrap();
@@ -571,6 +579,34 @@ fn summary_shows_guarantees_only_when_there_are_some() {
         .collect();
     assert!(table.iter().all(|&w| w == table[0]), "{table:?}\n{s}");
     insta::assert_snapshot!("summary_with_guarantees", s);
+}
+
+#[test]
+fn summary_counts_calls_only_for_threads_that_made_some() {
+    assert!(!summary(&fixture::result()).contains("calls"));
+    let mut r = fixture::result();
+    r.threads[0].calls = CallCounts {
+        made: 9,
+        ok: 5,
+        broken_pipe: 1,
+        server_exit: 2,
+        ..CallCounts::default()
+    };
+    let s = summary(&r);
+    let table = &s[s.find("calls (train and RPC").expect("a calls table")..];
+    let row = table.lines().nth(2).unwrap();
+    let name = &r.threads[0].name;
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    // made, ok, broken pipe, server exit, caller gone, abandoned, too deep,
+    // and 1 still open.
+    assert_eq!(
+        cells,
+        [name.as_str(), "9", "5", "1", "2", "0", "0", "0", "1"]
+    );
+    assert_eq!(table.lines().nth(3), Some(""), "one row only:\n{table}");
+    let v: Value = serde_json::from_str(&metrics_json(&r)).unwrap();
+    assert_eq!(v["threads"][0]["calls"]["server_exit"], 2);
+    assert_eq!(v["threads"][1]["calls"]["made"], 0);
 }
 
 #[test]

@@ -30,7 +30,9 @@ const MACHINE_KEYS: &[&str] = &["cpus", "context_switch", "tick", "watchdog"];
 const THREAD_KEYS: &[&str] = &[
     "name", "parent", "at", "arrival", "count", "program", "needs", "domain",
 ];
-const ACTIONS: &[&str] = &["load", "unload", "detach", "attach", "move", "msg", "kill"];
+const ACTIONS: &[&str] = &[
+    "load", "unload", "detach", "attach", "move", "msg", "kill", "create",
+];
 
 /// At most this many threads after `count` expansion: a bound that keeps a
 /// typo like `count = 10000000000` from exhausting memory.
@@ -114,18 +116,28 @@ pub(crate) fn build(
     }
 
     let mut domain_decls = domains::domains(list(&top, "domain", "[[domain]] tables")?)?;
-    let script_kills: Vec<NameRef> = script
-        .iter()
-        .filter_map(|s| match &s.action {
-            ActionDecl::Kill(r) => Some(r.clone()),
-            _ => None,
-        })
-        .collect();
+    let script_refs = Refs {
+        kills: script
+            .iter()
+            .filter_map(|s| match &s.action {
+                ActionDecl::Kill(r) => Some(r.clone()),
+                _ => None,
+            })
+            .collect(),
+        creates: script
+            .iter()
+            .filter_map(|s| match &s.action {
+                ActionDecl::Create(r) => Some(r.clone()),
+                _ => None,
+            })
+            .collect(),
+        ..Refs::default()
+    };
     let thread_refs: Vec<_> = threads
         .iter()
         .map(|t| (t.names.as_slice(), t.domain.as_ref(), &t.refs))
         .collect();
-    domains::resolve(&mut domain_decls, &thread_refs, &script_kills)?;
+    domains::resolve(&mut domain_decls, &thread_refs, &script_refs)?;
 
     let (thread_specs, events) = replay(&mut world, &default_scheduler, &threads, script)?;
     // Declared domains exist from the start, before any thread arrives.
@@ -453,6 +465,8 @@ enum ActionDecl<'r> {
     },
     /// Kill a domain (checked in `domains::resolve`).
     Kill(NameRef),
+    /// Start a declared domain (checked in `domains::resolve`).
+    Create(NameRef),
 }
 
 fn name_ref(n: &Node, path: String, what: &str) -> Result<NameRef, Fail> {
@@ -592,6 +606,9 @@ fn script<'r>(
                 }
             }
             "kill" => ActionDecl::Kill(name_ref(v, p, "the name of a domain to kill")?),
+            "create" => {
+                ActionDecl::Create(name_ref(v, p, "the name of a declared domain to start")?)
+            }
             _ => unreachable!("keys were checked against ACTIONS"),
         };
         out.push(ScriptDecl { at, action });
@@ -884,6 +901,7 @@ fn apply<'r>(
             Action::Msg { to: to.name, msg }
         }
         ActionDecl::Kill(r) => Action::Kill(r.name),
+        ActionDecl::Create(r) => Action::Create(r.name),
     })
 }
 

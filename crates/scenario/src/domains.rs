@@ -5,6 +5,7 @@
 //! ```toml
 //! [[domain]]
 //! name = "server"
+//! start = false        # alive only once a `create = "server"` runs
 //! stops = [ { name = "compute", body = [ { run = "5ms" } ] } ]
 //! ```
 //!
@@ -31,7 +32,7 @@ pub(crate) fn domains(list: &[Node]) -> Result<Vec<DomainDecl>, Fail> {
     for (i, n) in list.iter().enumerate() {
         let path = index_path("domain", i);
         let t = n.table(&path, "a [[domain]] table")?;
-        t.only(&["name", "stops"])?;
+        t.only(&["name", "stops", "start"])?;
         let name_node = t.require("name", "the domain's name, e.g. name = \"server\"")?;
         let name = name_node.name(&t.key_path("name"), "a domain name")?;
         if name.contains('.') {
@@ -53,11 +54,16 @@ pub(crate) fn domains(list: &[Node]) -> Result<Vec<DomainDecl>, Fail> {
             None => Vec::new(),
             Some(s) => stops(s, &t, &mut refs)?,
         };
+        let start = match t.get("start") {
+            None => true,
+            Some(v) => v.bool(&t.key_path("start"))?,
+        };
         out.push(DomainDecl {
             spec: DomainSpec {
                 name: name.to_string(),
                 stops,
                 members: Vec::new(),
+                start,
             },
             refs,
         });
@@ -111,13 +117,14 @@ fn stops(node: &Node, t: &Table<'_>, refs: &mut Refs) -> Result<Vec<StopSpec>, F
 }
 
 /// Fills in the members (threads whose `domain` names it) and checks every
-/// reference: thread `domain` keys, calls, serves, kills (in programs,
-/// stop bodies and the script). `threads`: each thread's expanded names,
-/// its `domain` key, its refs.
+/// reference: thread `domain` keys, calls, serves, kills and creates (in
+/// programs, stop bodies and the script). `threads`: each thread's
+/// expanded names, its `domain` key, its refs; `script`: the script's kills
+/// and creates.
 pub(crate) fn resolve(
     decls: &mut [DomainDecl],
     threads: &[(&[String], Option<&NameRef>, &Refs)],
-    script_kills: &[NameRef],
+    script: &Refs,
 ) -> Result<(), Fail> {
     let declared: Vec<String> = decls.iter().map(|d| d.spec.name.clone()).collect();
     let mut private: BTreeSet<&str> = BTreeSet::new();
@@ -155,7 +162,8 @@ pub(crate) fn resolve(
     let all_refs = threads
         .iter()
         .map(|(_, _, r)| *r)
-        .chain(decls.iter().map(|d| &d.refs));
+        .chain(decls.iter().map(|d| &d.refs))
+        .chain(std::iter::once(script));
     for refs in all_refs {
         for c in &refs.calls {
             let (dn, sn) = c.name.split_once('.').unwrap_or((&c.name, ""));
@@ -183,10 +191,10 @@ pub(crate) fn resolve(
                 return Err(no_domain(k, &k.name, "`kill`"));
             }
         }
-    }
-    for k in script_kills {
-        if !declared.contains(&k.name) && !private.contains(k.name.as_str()) {
-            return Err(no_domain(k, &k.name, "`kill`"));
+        for c in &refs.creates {
+            if !declared.contains(&c.name) {
+                return Err(no_domain(c, &c.name, "`create`"));
+            }
         }
     }
     Ok(())

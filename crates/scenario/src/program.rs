@@ -26,6 +26,7 @@ pub(crate) const OP_KEYS: &[&str] = &[
     "call",
     "serve",
     "kill",
+    "create",
     "exit",
 ];
 
@@ -52,6 +53,8 @@ pub(crate) struct Refs {
     pub serves: Vec<NameRef>,
     /// Domains killed (`kill`).
     pub kills: Vec<NameRef>,
+    /// Domains started (`create`).
+    pub creates: Vec<NameRef>,
 }
 
 /// A non-empty list of operations.
@@ -193,6 +196,15 @@ fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
                 path: p.clone(),
             });
             Op::Kill(name.to_string())
+        }
+        "create" => {
+            let name = v.name(&p, "the name of a declared domain to start")?;
+            refs.creates.push(NameRef {
+                name: name.to_string(),
+                span: v.span.clone(),
+                path: p.clone(),
+            });
+            Op::Create(name.to_string())
         }
         "exit" => {
             if !v.bool(&p)? {
@@ -882,6 +894,7 @@ pub(crate) fn takes_time(ops: &[Op]) -> bool {
         | Op::Call { .. }
         | Op::Serve(_)
         | Op::Kill(_)
+        | Op::Create(_)
         | Op::Exit => false,
     })
 }

@@ -162,11 +162,71 @@ name = "c"
 program = [ { exit = false } ]"#,
             "expected `exit = true`",
         ),
+        (
+            r#"[[thread]]
+name = "c"
+program = [ { create = "ghost" }, { run = "1ms" } ]"#,
+            "no domain `ghost`",
+        ),
+        (
+            // A private domain cannot be started: it has nothing to run.
+            r#"[[thread]]
+name = "c"
+program = [ { create = "c" }, { run = "1ms" } ]"#,
+            "no domain `c`",
+        ),
+        (
+            r#"[[thread]]
+name = "c"
+program = [ { run = "1ms" } ]
+[[script]]
+at = "1ms"
+create = "ghost""#,
+            "no domain `ghost`",
+        ),
+        (
+            r#"[[domain]]
+name = "s"
+start = "later""#,
+            "domain[0].start",
+        ),
     ];
     for (body, want) in cases {
         let e = error(body);
         assert!(e.contains(want), "{body}\n--- expected {want:?} in:\n{e}");
     }
+}
+
+#[test]
+fn a_domain_can_wait_for_a_create_from_a_program_or_the_script() {
+    let scn = parse(
+        &with(
+            r#"[[domain]]
+name = "svc"
+start = false
+stops = [ { name = "work", body = [ { run = "1ms" } ] } ]
+[[thread]]
+name = "admin"
+program = [ { create = "svc" }, { run = "1ms" } ]
+[[script]]
+at = "5ms"
+create = "svc""#,
+        ),
+        "t.toml",
+    )
+    .unwrap();
+    let Action::Domain(d) = &scn.script[0].action else {
+        panic!("{:?}", scn.script[0]);
+    };
+    assert!(!d.start);
+    assert!(matches!(scn.script[1].action, Action::Create(ref n) if n == "svc"));
+    assert!(matches!(scn.threads[0].program.ops[0], Op::Create(ref n) if n == "svc"));
+    // Declared without `start`, a domain is alive from the beginning.
+    let scn = parse(&with(GOOD), "t.toml").unwrap();
+    let Action::Domain(d) = &scn.script[0].action else {
+        panic!("{:?}", scn.script[0]);
+    };
+    assert!(d.start);
 }
 
 #[test]
@@ -187,7 +247,7 @@ program = [ { kill = "victim" } ]"#,
 }
 
 proptest! {
-    /// Whatever is written in a call, a kill or a domain, parsing answers
+    /// Whatever is written in a call, a kill, a create or a domain, parsing answers
     /// with a scenario or an error, never a panic.
     #[test]
     fn arbitrary_domain_text_never_panics(
@@ -196,15 +256,18 @@ proptest! {
         dname in "[a-z.]{0,5}",
         sname in "[a-z]{0,4}",
         kill in "[a-z]{0,5}",
+        create in "[a-z]{0,5}",
+        start in prop_oneof![Just("true"), Just("false"), Just("\"no\""), Just("1")],
         body in prop_oneof![Just("{ run = \"1ms\" }"), Just("{ serve = \"s\" }"), Just("{ yield = true }"), Just("{ call = { stop = \"s.x\" } }")],
     ) {
         let text = with(&format!(
             r#"[[domain]]
 name = "{dname}"
+start = {start}
 stops = [ {{ name = "{sname}", body = [ {body} ] }} ]
 [[thread]]
 name = "c"
-program = [ {{ call = {{ stop = "{stop}", via = "{via}" }} }}, {{ kill = "{kill}" }}, {{ run = "1ms" }} ]"#
+program = [ {{ call = {{ stop = "{stop}", via = "{via}" }} }}, {{ kill = "{kill}" }}, {{ create = "{create}" }}, {{ run = "1ms" }} ]"#
         ));
         let _ = parse(&text, "t.toml");
     }

@@ -70,6 +70,7 @@ pub(crate) enum Instr {
     /// An RPC server's loop: the thread stays on it for ever.
     Serve(String),
     Kill(String),
+    Create(String),
     Exit,
 }
 
@@ -100,6 +101,7 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
             }),
             Op::Serve(d) => out.push(Instr::Serve(d.clone())),
             Op::Kill(d) => out.push(Instr::Kill(d.clone())),
+            Op::Create(d) => out.push(Instr::Create(d.clone())),
             Op::Exit => out.push(Instr::Exit),
             Op::Frames {
                 max_gap,

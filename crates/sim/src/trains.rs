@@ -27,8 +27,14 @@
 //! its client `server exit`. So every call made from a live domain
 //! returns, with results or an error.
 //!
-//! Limits: at most [`MAX_DEPTH`] calls open per thread; a thread killed while it holds a mutex keeps it (the mutex is
-//! never released); domains are created at time zero or by the script.
+//! A declared domain is alive from the start unless declared with `start =
+//! false`; `create` (a program's or the script's) starts one that is not
+//! alive, as a new incarnation: the killed one stays dead, so records that
+//! name it still see an invalid leg status. A thread whose home domain is
+//! not alive when it arrives ends at once.
+//!
+//! Limits: at most [`MAX_DEPTH`] calls open per thread; a thread killed
+//! while it holds a mutex keeps it (the mutex is never released).
 
 use super::{LogKind, Outcome, World};
 use crate::program::{Cursor, Instr};
@@ -117,10 +123,12 @@ pub struct CallRecord {
 }
 
 impl World {
+    /// The newest incarnation of domain `name`.
     pub(crate) fn domain_by_name(&self, name: &str) -> Option<usize> {
-        self.domains.iter().position(|d| d.name == name)
+        self.domains.iter().rposition(|d| d.name == name)
     }
 
+    /// Declares a domain; it is alive at once if `spec.start`.
     pub(crate) fn create_domain(&mut self, spec: &DomainSpec) -> Result<String, String> {
         if self.domain_by_name(&spec.name).is_some() {
             return Err(format!("domain `{}` already exists", spec.name));
@@ -132,12 +140,38 @@ impl World {
             .collect();
         self.domains.push(Domain {
             name: spec.name.clone(),
+            alive: spec.start,
+            stops,
+            requests: VecDeque::new(),
+            idle: VecDeque::new(),
+        });
+        Ok(format!(
+            "domain `{}` {}",
+            spec.name,
+            if spec.start { "created" } else { "declared" }
+        ))
+    }
+
+    /// Starts declared domain `name` (`create`): a new incarnation with the
+    /// same stops and no requests. A killed one's entry stays dead, so the
+    /// leg status of calls made from or into it stays invalid: a return to
+    /// the old process is `broken pipe`, never into the new one.
+    pub(crate) fn start_domain(&mut self, name: &str) -> Result<String, String> {
+        let Some(d) = self.domain_by_name(name) else {
+            return Err(format!("create: no domain `{name}`"));
+        };
+        if self.domains[d].alive {
+            return Err(format!("create: domain `{name}` is already alive"));
+        }
+        let stops = self.domains[d].stops.clone();
+        self.domains.push(Domain {
+            name: name.to_string(),
             alive: true,
             stops,
             requests: VecDeque::new(),
             idle: VecDeque::new(),
         });
-        Ok(format!("domain `{}` created", spec.name))
+        Ok(format!("domain `{name}` created"))
     }
 
     /// The home domain of a thread arriving now: the declared domain that
@@ -167,6 +201,7 @@ impl World {
         stop: &str,
         via: Via,
     ) -> usize {
+        self.threads[t.index()].stats.calls.made += 1;
         self.calls.push(CallRecord {
             thread: t,
             domain: domain.to_string(),
@@ -188,6 +223,15 @@ impl World {
         }
         c.end = Some(now);
         c.outcome = Some(outcome);
+        let counts = &mut self.threads[c.thread.index()].stats.calls;
+        *match outcome {
+            CallOutcome::Ok => &mut counts.ok,
+            CallOutcome::BrokenPipe => &mut counts.broken_pipe,
+            CallOutcome::ServerExit => &mut counts.server_exit,
+            CallOutcome::CallerGone => &mut counts.caller_gone,
+            CallOutcome::Abandoned => &mut counts.abandoned,
+            CallOutcome::TooDeep => &mut counts.too_deep,
+        } += 1;
         if outcome != CallOutcome::Ok {
             let text = format!(
                 "thread `{}`: {} call to `{}.{}` returned {}",

@@ -467,6 +467,16 @@ impl World {
             .flat_map(|d| d.members.iter().map(|m| (m.clone(), d.name.clone())))
             .collect();
         let domain = self.home_domain(&spec.name, &members);
+        if !self.domains[domain].alive {
+            self.record(
+                now,
+                LogKind::Refused,
+                format!(
+                    "thread `{}`: its home domain `{}` is not alive: it ends at once",
+                    spec.name, self.domains[domain].name
+                ),
+            );
+        }
         let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
         rng.set_stream(i as u64 + 1);
         self.threads.push(SimThread {
@@ -545,10 +555,13 @@ impl World {
                 None => Err(format!("msg: no scheduler `{to}`")),
             },
             // Those at time zero were created with the world.
-            Action::Domain(spec) if scn.script[i].at == Instant::ZERO => {
-                Ok(format!("domain `{}` created", spec.name))
-            }
+            Action::Domain(spec) if scn.script[i].at == Instant::ZERO => Ok(format!(
+                "domain `{}` {}",
+                spec.name,
+                if spec.start { "created" } else { "declared" }
+            )),
             Action::Domain(spec) => self.create_domain(spec),
+            Action::Create(name) => self.start_domain(name),
             Action::Kill(name) => {
                 self.kill_domain(now, name, None);
                 while let Some(w) = self.handed_over.pop() {
@@ -813,6 +826,18 @@ impl World {
                 Instr::Kill(domain) => {
                     th.cursor.pc += 1;
                     self.kill_domain(now, domain, Some(t));
+                }
+                Instr::Create(domain) => {
+                    th.cursor.pc += 1;
+                    let name = th.stats.name.clone();
+                    match self.start_domain(domain) {
+                        Ok(text) => {
+                            self.record(now, LogKind::Script, format!("{text} by `{name}`"))
+                        }
+                        Err(e) => {
+                            self.record(now, LogKind::Refused, format!("thread `{name}`: {e}"))
+                        }
+                    }
                 }
                 Instr::Exit => return Outcome::Exit,
                 Instr::LoopStart { count, end } => {

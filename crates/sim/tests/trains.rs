@@ -44,8 +44,18 @@ fn domain(name: &str, stops: Vec<(&str, Vec<Op>)>, members: &[&str]) -> ScriptEv
                 })
                 .collect(),
             members: members.iter().map(|m| m.to_string()).collect(),
+            start: true,
         }),
     }
+}
+
+/// A domain declared at time zero that waits for a `create`.
+fn unstarted(name: &str, stops: Vec<(&str, Vec<Op>)>, members: &[&str]) -> ScriptEvent {
+    let mut ev = domain(name, stops, members);
+    if let Action::Domain(spec) = &mut ev.action {
+        spec.start = false;
+    }
+    ev
 }
 
 fn thread(name: &str, at: Duration, ops: Vec<Op>) -> ThreadSpec {
@@ -273,6 +283,112 @@ fn a_dead_intermediate_caller_is_skipped_with_broken_pipe() {
     assert!(stranded.is_empty(), "{stranded:?}");
 }
 
+/// A server process started by a program, killed, and started again: calls
+/// fail while it is not alive, a train inside it when it dies comes home
+/// with `server exit`, and the new incarnation serves again. The thread's
+/// result counts every outcome.
+#[test]
+fn a_domain_started_by_a_program_serves_only_while_alive_and_can_be_restarted() {
+    let scn = scenario(
+        vec![
+            thread(
+                "client",
+                Duration::ZERO,
+                vec![Op::Loop {
+                    count: Some(10),
+                    body: vec![
+                        call("svc", "work", Via::Train),
+                        Op::Sleep(hsched_model::Dist::Fixed(ms(1))),
+                    ],
+                }],
+            ),
+            thread(
+                "admin",
+                Duration::ZERO,
+                vec![
+                    Op::Sleep(hsched_model::Dist::Fixed(us(2500))),
+                    Op::Create("svc".into()),
+                    Op::Sleep(hsched_model::Dist::Fixed(us(4500))),
+                    Op::Kill("svc".into()),
+                    Op::Create("svc".into()),
+                    Op::Create("svc".into()),
+                ],
+            ),
+        ],
+        vec![unstarted("svc", vec![("work", vec![run(ms(2))])], &[])],
+        ms(100),
+    );
+    let (r, calls, stranded) = simulate(&scn);
+    let client = by_name(&r, "client");
+    // 0, 1, 2ms: not alive yet. 3-5ms: served. 6ms: inside when the
+    // domain dies at 7ms. From 8ms on, the new incarnation serves.
+    let got = outcomes(&calls, client.id);
+    use CallOutcome::{Ok as Done, ServerExit};
+    assert_eq!(
+        got,
+        vec![
+            Some(ServerExit),
+            Some(ServerExit),
+            Some(ServerExit),
+            Some(Done),
+            Some(ServerExit),
+            Some(Done),
+            Some(Done),
+            Some(Done),
+            Some(Done),
+            Some(Done),
+        ]
+    );
+    assert_eq!(calls[4].end, Some(Instant::ZERO + ms(7)));
+    let counts = client.calls;
+    assert_eq!((counts.made, counts.ok, counts.server_exit), (10, 6, 4));
+    assert_eq!(counts.errors(), 4);
+    assert_eq!(by_name(&r, "admin").calls.made, 0);
+    // The second create of a live domain is refused and says so.
+    assert!(
+        r.log.iter().any(|e| e
+            .text
+            .contains("thread `admin`: create: domain `svc` is already alive")),
+        "{:?}",
+        r.log
+    );
+    assert!(stranded.is_empty(), "{stranded:?}");
+}
+
+/// A server thread born into a domain that is not alive ends at once (and
+/// says why); one that arrives after the domain is started serves it.
+#[test]
+fn server_threads_live_only_in_a_started_domain() {
+    let scn = scenario(
+        vec![
+            thread("early", Duration::ZERO, vec![Op::Serve("svc".into())]),
+            thread("late", ms(2), vec![Op::Serve("svc".into())]),
+            thread("admin", ms(1), vec![Op::Create("svc".into())]),
+            thread(
+                "client",
+                ms(3),
+                vec![call("svc", "work", Via::Rpc), run(us(100))],
+            ),
+        ],
+        vec![unstarted(
+            "svc",
+            vec![("work", vec![run(ms(1))])],
+            &["early", "late"],
+        )],
+        ms(20),
+    );
+    let (r, calls, stranded) = simulate(&scn);
+    assert_eq!(by_name(&r, "early").exit, Some(Instant::ZERO));
+    assert!(r.log.iter().any(|e| e
+        .text
+        .contains("thread `early`: its home domain `svc` is not alive")));
+    assert_eq!(by_name(&r, "late").cpu_time, ms(1));
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0].outcome, Some(CallOutcome::Ok));
+    assert_eq!(by_name(&r, "client").calls.ok, 1);
+    assert!(stranded.is_empty(), "{stranded:?}");
+}
+
 #[test]
 fn a_server_domain_that_dies_sends_its_callers_back_with_server_exit() {
     let scn = scenario(
@@ -351,6 +467,7 @@ fn arb_op(depth: u32) -> BoxedStrategy<Op> {
             if train { Via::Train } else { Via::Rpc }
         )),
         (0usize..3).prop_map(|d| Op::Kill(DOMAINS[d].into())),
+        (0usize..3).prop_map(|d| Op::Create(DOMAINS[d].into())),
         Just(Op::Kill("c1".into())),
     ];
     if depth == 0 {
@@ -380,10 +497,15 @@ prop_compose! {
         clients in prop::collection::vec((prop::collection::vec(arb_op(1), 1..6), 0u64..5), 1..4),
         servers in prop::collection::vec(0usize..3, 0..4),
         kill_at in prop::option::of((0usize..3, 1u64..40)),
+        create_at in prop::option::of((0usize..3, 1u64..40)),
+        started in prop::collection::vec(any::<bool>(), 3),
         exit_in in any::<bool>(),
     ) -> Scenario {
         let mut script: Vec<ScriptEvent> = (0..3)
-            .map(|d| domain(DOMAINS[d], vec![("s0", stops[2 * d].clone()), ("s1", stops[2 * d + 1].clone())], &[]))
+            .map(|d| {
+                let stops = vec![("s0", stops[2 * d].clone()), ("s1", stops[2 * d + 1].clone())];
+                if started[d] { domain(DOMAINS[d], stops, &[]) } else { unstarted(DOMAINS[d], stops, &[]) }
+            })
             .collect();
         let mut threads = Vec::new();
         for (i, d) in servers.iter().enumerate() {
@@ -402,6 +524,10 @@ prop_compose! {
         if let Some((d, at)) = kill_at {
             script.push(ScriptEvent { at: Instant::ZERO + ms(at), action: Action::Kill(DOMAINS[d].into()) });
         }
+        if let Some((d, at)) = create_at {
+            script.push(ScriptEvent { at: Instant::ZERO + ms(at), action: Action::Create(DOMAINS[d].into()) });
+        }
+        script.sort_by_key(|e| e.at);
         scenario(threads, script, ms(60))
     }
 }
@@ -410,7 +536,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(128))]
 
     #[test]
-    fn random_calls_and_kills_never_strand_a_thread_or_lose_a_call(scn in arb_scenario()) {
+    fn random_calls_kills_and_creates_never_strand_a_thread_or_lose_a_call(scn in arb_scenario()) {
         let (r, calls, stranded) = simulate(&scn);
         // Every thread runs in a live domain, has exited, or waits for an
         // answer someone alive will give (a queued request of a live
@@ -425,6 +551,15 @@ proptest! {
             } else {
                 prop_assert!(c.end.is_some_and(|e| e >= c.start));
             }
+        }
+        // Each thread's counts agree with the call records.
+        for t in &r.threads {
+            let mine: Vec<_> = calls.iter().filter(|c| c.thread == t.id).collect();
+            prop_assert_eq!(t.calls.made, mine.len() as u64);
+            let ended = mine.iter().filter(|c| c.outcome.is_some()).count() as u64;
+            prop_assert_eq!(t.calls.ok + t.calls.errors(), ended);
+            let ok = mine.iter().filter(|c| c.outcome == Some(CallOutcome::Ok)).count() as u64;
+            prop_assert_eq!(t.calls.ok, ok);
         }
         // The CPU's time is all accounted for (the simulator's own check).
         let busy: Duration = r.threads.iter().map(|t| t.cpu_time).fold(Duration::ZERO, |a, b| a + b);
