@@ -118,6 +118,23 @@ pub enum Op {
     /// Take a mutex by name (blocks while another thread holds it; FIFO hand-off).
     Lock(String),
     Unlock(String),
+    /// Signal a binary semaphore by name: wake the thread that has waited
+    /// on it longest, or with none waiting, set it (a signal to a set
+    /// semaphore is lost: signals do not count up).
+    Signal(String),
+    /// Wait on a binary semaphore: take it if set (clearing it), else block
+    /// until a signal.
+    Wait(String),
+    /// Sporadic jobs released by a semaphore (Yau Fig. 11's worker): wait
+    /// on `on`, then run `body` as a job released at the time of the signal
+    /// that let it through, due `deadline` later; again for ever or `jobs`
+    /// times.
+    Sporadic {
+        on: String,
+        deadline: Duration,
+        jobs: Option<u64>,
+        body: Vec<Op>,
+    },
     /// Send a message to a scheduler, answered at once; the reply is logged.
     Msg {
         to: Target,

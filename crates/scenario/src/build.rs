@@ -138,6 +138,12 @@ pub(crate) fn build(
         .map(|t| (t.names.as_slice(), t.domain.as_ref(), &t.refs))
         .collect();
     domains::resolve(&mut domain_decls, &thread_refs, &script_refs)?;
+    check_semaphores(
+        threads
+            .iter()
+            .map(|t| &t.refs)
+            .chain(domain_decls.iter().map(|d| &d.refs)),
+    )?;
 
     let (thread_specs, events) = replay(&mut world, &default_scheduler, &threads, script)?;
     // Declared domains exist from the start, before any thread arrives.
@@ -917,4 +923,28 @@ fn removable(world: &World<'_>, r: &NameRef, t: Instant, verb: &str) -> Result<S
         ));
     }
     Ok(r.name.clone())
+}
+
+/// Every semaphore waited on is signalled somewhere (a thread's program or
+/// a stop's body): a wait nothing can end is almost always a misspelt name.
+fn check_semaphores<'a>(all: impl Iterator<Item = &'a Refs> + Clone) -> Result<(), Fail> {
+    let signalled: BTreeSet<&str> = all
+        .clone()
+        .flat_map(|r| r.signals.iter().map(String::as_str))
+        .collect();
+    for w in all.flat_map(|r| r.waits.iter()) {
+        if !signalled.contains(w.name.as_str()) {
+            return Err(Fail::new(
+                &w.span,
+                &w.path,
+                format!(
+                    "semaphore `{}` is waited on but nothing signals it{}",
+                    w.name,
+                    did_you_mean(&w.name, signalled.iter().copied())
+                ),
+            )
+            .help("add { signal = \"...\" } to the program that releases the waiter"));
+        }
+    }
+    Ok(())
 }

@@ -17,6 +17,9 @@ pub(crate) const OP_KEYS: &[&str] = &[
     "periodic",
     "lock",
     "unlock",
+    "signal",
+    "wait",
+    "sporadic",
     "yield",
     "msg",
     "loop",
@@ -55,6 +58,10 @@ pub(crate) struct Refs {
     pub kills: Vec<NameRef>,
     /// Domains started (`create`).
     pub creates: Vec<NameRef>,
+    /// Semaphores signalled.
+    pub signals: BTreeSet<String>,
+    /// Semaphores waited on (`wait`, `sporadic`'s `on`).
+    pub waits: Vec<NameRef>,
 }
 
 /// A non-empty list of operations.
@@ -121,6 +128,21 @@ fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
             });
             Op::Unlock(name.to_string())
         }
+        "signal" => {
+            let name = v.name(&p, "a semaphore name")?;
+            refs.signals.insert(name.to_string());
+            Op::Signal(name.to_string())
+        }
+        "wait" => {
+            let name = v.name(&p, "a semaphore name")?;
+            refs.waits.push(NameRef {
+                name: name.to_string(),
+                span: v.span.clone(),
+                path: p.clone(),
+            });
+            Op::Wait(name.to_string())
+        }
+        "sporadic" => sporadic(v, &p, refs)?,
         "yield" => {
             if !v.bool(&p)? {
                 return Err(Fail::new(
@@ -306,6 +328,46 @@ fn periodic(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
         period,
         deadline,
         offset,
+        jobs,
+        body,
+    })
+}
+
+/// Jobs released by a semaphore's signals.
+fn sporadic(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
+    let t = v.table(
+        p,
+        "a table: { on = \"go\", deadline = \"7ms\", run = \"2500us\" } or { on = \"go\", deadline = \"7ms\", body = [ ... ] }",
+    )?;
+    t.only(&["on", "deadline", "jobs", "body", "run"])?;
+    let on_node = t.require("on", "the semaphore whose signals release the jobs")?;
+    let on = on_node.name(&t.key_path("on"), "a semaphore name")?;
+    refs.waits.push(NameRef {
+        name: on.to_string(),
+        span: on_node.span.clone(),
+        path: t.key_path("on"),
+    });
+    let deadline = t
+        .require(
+            "deadline",
+            "how long after its signal a job is due, e.g. \"7ms\"",
+        )?
+        .positive_duration(&t.key_path("deadline"))?;
+    let jobs = match t.get("jobs") {
+        Some(n) => Some(n.count(&t.key_path("jobs"))?),
+        None => None,
+    };
+    let body = body_or_run(&t, p, refs, "each job", "2ms")?;
+    if jobs.is_none() && !takes_time(&body) {
+        return Err(Fail::new(
+            t.span,
+            p,
+            "sporadic jobs without `jobs` repeat forever, so each job must take time: expected a `run`, `spin`, `sleep` or `fault` that can last more than zero",
+        ));
+    }
+    Ok(Op::Sporadic {
+        on: on.to_string(),
+        deadline,
         jobs,
         body,
     })
@@ -887,8 +949,13 @@ pub(crate) fn takes_time(ops: &[Op]) -> bool {
         Op::Frames { count, body, .. } => *count != Some(0) && takes_time(body),
         // A call to a dead domain returns at once; `serve` blocks but
         // never makes the clock pass by itself.
+        Op::Sporadic { jobs, body, .. } => *jobs != Some(0) && takes_time(body),
+        // A wait can be let through at once by a signal given at the same
+        // instant.
         Op::Lock(_)
         | Op::Unlock(_)
+        | Op::Signal(_)
+        | Op::Wait(_)
         | Op::Msg { .. }
         | Op::Yield
         | Op::Call { .. }

@@ -20,6 +20,8 @@ pub(crate) enum Instr {
     Fault(Dist),
     Lock(usize),
     Unlock(usize),
+    Signal(usize),
+    Wait(usize),
     Msg(Target, Msg),
     Yield,
     /// Start of a loop; `end` is the index after the matching `LoopEnd`.
@@ -30,15 +32,19 @@ pub(crate) enum Instr {
     LoopEnd {
         start: usize,
     },
-    /// Start of a periodic timer; `end` is the index after its `JobEnd`.
+    /// Start of a periodic timer, or with `on` of jobs released by that
+    /// semaphore's signals (`period` and `offset` then zero); `end` is the
+    /// index after its `JobEnd`.
     PeriodicStart {
         period: Duration,
         deadline: Duration,
         offset: Duration,
         jobs: Option<u64>,
+        on: Option<usize>,
         end: usize,
     },
-    /// Wait for the next release of the innermost periodic timer, then start a job.
+    /// Wait for the next release of the innermost periodic timer (or
+    /// signal), then start a job.
     AwaitRelease,
     JobEnd {
         start: usize,
@@ -74,14 +80,22 @@ pub(crate) enum Instr {
     Exit,
 }
 
-/// Compiles a program; mutex names are interned through `mutex_id`.
-pub(crate) fn compile(ops: &[Op], mutex_id: &mut impl FnMut(&str) -> usize) -> Vec<Instr> {
+/// What a name in a program stands for, each kind in its own namespace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum SyncKind {
+    Mutex,
+    Semaphore,
+}
+
+/// Compiles a program; mutex and semaphore names are interned through
+/// `intern`.
+pub(crate) fn compile(ops: &[Op], intern: &mut impl FnMut(SyncKind, &str) -> usize) -> Vec<Instr> {
     let mut out = Vec::new();
-    emit(ops, &mut out, mutex_id);
+    emit(ops, &mut out, intern);
     out
 }
 
-fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usize) {
+fn emit(ops: &[Op], out: &mut Vec<Instr>, intern: &mut impl FnMut(SyncKind, &str) -> usize) {
     for op in ops {
         match op {
             Op::Run(d) => out.push(Instr::Run(d.clone())),
@@ -90,8 +104,10 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
             Op::Fault(d) => out.push(Instr::Fault(d.clone())),
             Op::Randres(r) => out.push(Instr::Randres(Box::new(r.clone()))),
             Op::Constraints(c) => out.push(Instr::Constraints(Box::new(c.clone()))),
-            Op::Lock(m) => out.push(Instr::Lock(mutex_id(m))),
-            Op::Unlock(m) => out.push(Instr::Unlock(mutex_id(m))),
+            Op::Lock(m) => out.push(Instr::Lock(intern(SyncKind::Mutex, m))),
+            Op::Unlock(m) => out.push(Instr::Unlock(intern(SyncKind::Mutex, m))),
+            Op::Signal(m) => out.push(Instr::Signal(intern(SyncKind::Semaphore, m))),
+            Op::Wait(m) => out.push(Instr::Wait(intern(SyncKind::Semaphore, m))),
             Op::Msg { to, msg } => out.push(Instr::Msg(to.clone(), msg.clone())),
             Op::Yield => out.push(Instr::Yield),
             Op::Call { domain, stop, via } => out.push(Instr::Call {
@@ -110,7 +126,7 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
             } => {
                 let start = out.len();
                 out.push(Instr::FrameEnd { start }); // placeholder, replaced below
-                emit(body, out, mutex_id);
+                emit(body, out, intern);
                 out.push(Instr::FrameEnd { start });
                 out[start] = Instr::FramesStart {
                     max_gap: *max_gap,
@@ -124,7 +140,7 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
                     count: *count,
                     end: 0,
                 });
-                emit(body, out, mutex_id);
+                emit(body, out, intern);
                 out.push(Instr::LoopEnd { start });
                 let end = out.len();
                 out[start] = Instr::LoopStart { count: *count, end };
@@ -135,23 +151,48 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, mutex_id: &mut impl FnMut(&str) -> usi
                 offset,
                 jobs,
                 body,
+            } => emit_jobs(body, out, intern, |end| Instr::PeriodicStart {
+                period: *period,
+                deadline: *deadline,
+                offset: *offset,
+                jobs: *jobs,
+                on: None,
+                end,
+            }),
+            Op::Sporadic {
+                on,
+                deadline,
+                jobs,
+                body,
             } => {
-                let start = out.len();
-                out.push(Instr::AwaitRelease); // placeholder, replaced below
-                out.push(Instr::AwaitRelease);
-                emit(body, out, mutex_id);
-                out.push(Instr::JobEnd { start });
-                let end = out.len();
-                out[start] = Instr::PeriodicStart {
-                    period: *period,
+                let on = intern(SyncKind::Semaphore, on);
+                emit_jobs(body, out, intern, |end| Instr::PeriodicStart {
+                    period: Duration::ZERO,
                     deadline: *deadline,
-                    offset: *offset,
+                    offset: Duration::ZERO,
                     jobs: *jobs,
+                    on: Some(on),
                     end,
-                };
+                });
             }
         }
     }
+}
+
+/// A job loop: `start(end)` (a `PeriodicStart`), `AwaitRelease`, the body,
+/// `JobEnd`.
+fn emit_jobs(
+    body: &[Op],
+    out: &mut Vec<Instr>,
+    intern: &mut impl FnMut(SyncKind, &str) -> usize,
+    start: impl FnOnce(usize) -> Instr,
+) {
+    let at = out.len();
+    out.push(Instr::AwaitRelease); // placeholder, replaced below
+    out.push(Instr::AwaitRelease);
+    emit(body, out, intern);
+    out.push(Instr::JobEnd { start: at });
+    out[at] = start(out.len());
 }
 
 /// Draws a duration. Continuous distributions are drawn in floating point

@@ -440,6 +440,11 @@ impl World {
         for m in &mut self.mutexes {
             m.waiters.retain(|&w| w != u);
         }
+        for s in &mut self.semaphores {
+            s.waiters.retain(|&w| w != u);
+        }
+        // A signal handed to it and not yet taken dies with the process.
+        self.threads[u.index()].signalled = None;
         for dom in &mut self.domains {
             dom.idle.retain(|&w| w != u);
         }

@@ -4,7 +4,7 @@
 
 use crate::program::{
     compile, draw, draw_constraint, draw_randres, ConstraintsPhase, ConstraintsState, Cursor,
-    FramesState, Instr, PeriodicState, RandresJob, RandresPhase, RandresState,
+    FramesState, Instr, PeriodicState, RandresJob, RandresPhase, RandresState, SyncKind,
 };
 use crate::{links, load};
 use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
@@ -93,10 +93,20 @@ struct SimThread {
     /// Its domain was killed: its next step returns to its first valid
     /// caller with `server exit`, or ends the thread.
     leaving: bool,
+    /// A semaphore signal handed to it while it waited: when it was given.
+    signalled: Option<Instant>,
 }
 
 struct MutexState {
     owner: Option<ThreadId>,
+    waiters: VecDeque<ThreadId>,
+}
+
+/// A binary semaphore: set (with the time of the signal that set it) or
+/// not, and the threads waiting on it in arrival order.
+#[derive(Default)]
+struct SemaphoreState {
+    set_at: Option<Instant>,
     waiters: VecDeque<ThreadId>,
 }
 
@@ -109,7 +119,10 @@ pub(crate) struct World {
     seq: u64,
     mutex_names: Vec<String>,
     mutexes: Vec<MutexState>,
-    /// Threads handed a mutex, to be resumed once the current step is done.
+    semaphore_names: Vec<String>,
+    semaphores: Vec<SemaphoreState>,
+    /// Threads handed a mutex or a signal, to be resumed once the current
+    /// step is done.
     handed_over: Vec<ThreadId>,
     jobs: Vec<JobRecord>,
     log: Vec<LogEntry>,
@@ -141,6 +154,8 @@ impl World {
             seq: 0,
             mutex_names: Vec::new(),
             mutexes: Vec::new(),
+            semaphore_names: Vec::new(),
+            semaphores: Vec::new(),
             handed_over: Vec::new(),
             jobs: Vec::new(),
             log: Vec::new(),
@@ -162,20 +177,41 @@ impl World {
         &self.calls
     }
 
-    /// Compiles operations, interning mutex names.
+    /// Compiles operations, interning mutex and semaphore names.
     fn compile_ops(&mut self, ops: &[hsched_model::Op]) -> Rc<[Instr]> {
-        let mut intern = |name: &str| match self.mutex_names.iter().position(|n| n == name) {
-            Some(i) => i,
-            None => {
-                self.mutex_names.push(name.to_string());
-                self.mutexes.push(MutexState {
+        let mut intern = |kind: SyncKind, name: &str| {
+            let names = match kind {
+                SyncKind::Mutex => &mut self.mutex_names,
+                SyncKind::Semaphore => &mut self.semaphore_names,
+            };
+            if let Some(i) = names.iter().position(|n| n == name) {
+                return i;
+            }
+            names.push(name.to_string());
+            let i = names.len() - 1;
+            match kind {
+                SyncKind::Mutex => self.mutexes.push(MutexState {
                     owner: None,
                     waiters: VecDeque::new(),
-                });
-                self.mutex_names.len() - 1
+                }),
+                SyncKind::Semaphore => self.semaphores.push(SemaphoreState::default()),
             }
+            i
         };
         compile(ops, &mut intern).into()
+    }
+
+    /// Takes a signal for `t` waiting on semaphore `s`: the time of the
+    /// signal handed to it, or of the one that set the semaphore. `None`:
+    /// nothing yet, `t` now waits in line.
+    fn take_signal(&mut self, t: ThreadId, s: usize) -> Option<Instant> {
+        let given = self.threads[t.index()].signalled.take();
+        let sem = &mut self.semaphores[s];
+        let at = given.or_else(|| sem.set_at.take());
+        if at.is_none() {
+            sem.waiters.push_back(t);
+        }
+        at
     }
 
     pub(crate) fn push(&mut self, at: Instant, ev: Ev) {
@@ -506,6 +542,7 @@ impl World {
             waiting_call: None,
             // Born into a dead domain: it ends at once.
             leaving: !self.domains[domain].alive,
+            signalled: None,
         });
         self.resume(disp, now, t);
     }
@@ -805,6 +842,25 @@ impl World {
                         }
                     }
                 }
+                Instr::Signal(s) => {
+                    th.cursor.pc += 1;
+                    let sem = &mut self.semaphores[*s];
+                    match sem.waiters.pop_front() {
+                        Some(w) => {
+                            self.threads[w.index()].signalled = Some(now);
+                            self.handed_over.push(w);
+                        }
+                        None => {
+                            sem.set_at.get_or_insert(now);
+                        }
+                    }
+                }
+                Instr::Wait(s) => {
+                    if self.take_signal(t, *s).is_none() {
+                        return Outcome::Blocked;
+                    }
+                    self.threads[t.index()].cursor.pc += 1;
+                }
                 Instr::Msg(target, msg) => {
                     th.cursor.pc += 1;
                     self.send(disp, now, t, target, msg);
@@ -874,6 +930,7 @@ impl World {
                     let Instr::PeriodicStart {
                         deadline,
                         jobs,
+                        on,
                         end,
                         ..
                     } = &code[p.start]
@@ -885,13 +942,21 @@ impl World {
                         th.cursor.pc = *end;
                         continue;
                     }
-                    if now < p.next_release {
-                        th.wake_gen += 1;
-                        let (gen, at) = (th.wake_gen, p.next_release);
-                        self.push(at, Ev::Wake(t, gen));
-                        return Outcome::Blocked;
-                    }
-                    let release = p.next_release;
+                    let release = match on {
+                        None if now < p.next_release => {
+                            th.wake_gen += 1;
+                            let (gen, at) = (th.wake_gen, p.next_release);
+                            self.push(at, Ev::Wake(t, gen));
+                            return Outcome::Blocked;
+                        }
+                        None => p.next_release,
+                        Some(s) => match self.take_signal(t, *s) {
+                            Some(at) => at,
+                            None => return Outcome::Blocked,
+                        },
+                    };
+                    let th = &mut self.threads[t.index()];
+                    let p = th.cursor.periodic.last_mut().expect("periodic stack");
                     let job = p.job;
                     p.record = Some(self.jobs.len());
                     th.cursor.pc += 1;

@@ -516,6 +516,19 @@ fn fig_11() -> Result<Vec<Check>, String> {
         .filter_map(|j| j.finish.map(|f| f.as_nanos() - j.release.as_nanos()))
         .collect();
     let released = r.jobs.iter().filter(|j| j.thread == worker).count();
+    // Each driver job ends with one signal; the binary semaphore loses a
+    // signal only if the worker is still busy with the previous one.
+    let driver = thread_id(&r, "driver")?;
+    let signals = r
+        .jobs
+        .iter()
+        .filter(|j| j.thread == driver && j.finish.is_some())
+        .count();
+    if released != signals {
+        return Err(format!(
+            "{signals} signals released {released} worker jobs: a signal was lost"
+        ));
+    }
     if responses.len() < 150 {
         return Err(format!(
             "only {} worker responses were completed",
