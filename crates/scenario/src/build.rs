@@ -116,23 +116,14 @@ pub(crate) fn build(
     }
 
     let mut domain_decls = domains::domains(list(&top, "domain", "[[domain]] tables")?)?;
-    let script_refs = Refs {
-        kills: script
-            .iter()
-            .filter_map(|s| match &s.action {
-                ActionDecl::Kill(r) => Some(r.clone()),
-                _ => None,
-            })
-            .collect(),
-        creates: script
-            .iter()
-            .filter_map(|s| match &s.action {
-                ActionDecl::Create(r) => Some(r.clone()),
-                _ => None,
-            })
-            .collect(),
-        ..Refs::default()
-    };
+    let mut script_refs = Refs::default();
+    for s in &script {
+        match &s.action {
+            ActionDecl::Kill(r) => script_refs.kills.push(r.clone()),
+            ActionDecl::Create(r) => script_refs.creates.push(r.clone()),
+            _ => {}
+        }
+    }
     let thread_refs: Vec<_> = threads
         .iter()
         .map(|t| (t.names.as_slice(), t.domain.as_ref(), &t.refs))

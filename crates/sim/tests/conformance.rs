@@ -2,7 +2,8 @@
 //! checks [C1]-[C7] is documented) run against every registered policy: a
 //! policy added to the registry joins automatically.
 
-use hsched_core::Duration;
+use hsched_core::{Duration, Value};
+use hsched_model::LogKind;
 use hsched_sim::conformance::{as_root, check, conforms_in_the_middle, in_middle};
 
 #[test]
@@ -33,5 +34,67 @@ fn every_policy_conforms_with_a_tick() {
         let mut scn = in_middle(info, 2, &[]);
         scn.machine.tick = Some(Duration::from_millis(1));
         check(&scn, &[], &format!("{} with a 1ms tick", info.name));
+    }
+}
+
+/// The catalogue again with the class structures the defaults leave out:
+/// `hfsc` with a nested class tree and `frc`/`rcsp` with service classes,
+/// the threads spread over every class (and the root).
+#[test]
+fn class_structures_conform() {
+    let cases: [(&str, &str, &[&str]); 3] = [
+        (
+            "hfsc",
+            "a:0.6, a/b:0.3, a/b/c:0.1, d:0.3",
+            &["", "a", "b", "c", "d"],
+        ),
+        (
+            "frc",
+            "GR:0.5:0, MID:0.3:1, FR:0.2:inf",
+            &["GR", "MID", "FR"],
+        ),
+        ("rcsp", "GR:0.5:0, FR:0.5:inf", &["GR", "FR"]),
+    ];
+    for (policy, classes, names) in cases {
+        let info = hsched_policies::registry()
+            .iter()
+            .find(|p| p.name == policy)
+            .unwrap();
+        for cpus in [1, 2] {
+            let mut scn = as_root(info, cpus, &[]);
+            let sched = &mut scn.schedulers[0];
+            sched.params.set("classes", Value::Str(classes.into()));
+            let parent = sched.name.clone();
+            let mut placed = 0;
+            for (i, t) in scn
+                .threads
+                .iter_mut()
+                .filter(|t| t.parent == parent)
+                .enumerate()
+            {
+                t.params
+                    .set("class", Value::Str(names[i % names.len()].into()));
+                // Nominal rates small enough for the guaranteed classes.
+                if policy != "hfsc" {
+                    t.params.set("rate", Value::Str("0.05".into()));
+                }
+                placed += 1;
+            }
+            assert!(
+                placed >= names.len(),
+                "{policy}: only {placed} threads placed"
+            );
+            let r = check(
+                &scn,
+                &[],
+                &format!("{policy} with classes on {cpus} CPU(s)"),
+            );
+            let refused: Vec<_> = r
+                .log
+                .iter()
+                .filter(|e| e.kind == LogKind::Refused)
+                .collect();
+            assert!(refused.is_empty(), "{policy}: {refused:?}");
+        }
     }
 }

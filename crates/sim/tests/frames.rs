@@ -2,13 +2,11 @@
 //! missed deadline per `max_gap` that passes without a frame
 //! (`ceil(gap / max_gap) - 1` per gap), to the horizon; `count` ends it.
 
-use hsched_core::{Duration, Instant, Params, Value};
-use hsched_model::{
-    Dist, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec, ThreadSpec,
-};
+use hsched_core::{Duration, Instant};
+use hsched_model::{Dist, Op, RunResult, Scenario, ThreadSpec};
 
 mod common;
-use common::{go, tid};
+use common::{fp_thread, go, tid, under_fp};
 
 fn ms(x: u64) -> Duration {
     Duration::from_millis(x)
@@ -27,38 +25,11 @@ fn frames(count: Option<u64>) -> Op {
 }
 
 fn thread(name: &str, prio: i64, ops: Vec<Op>) -> ThreadSpec {
-    ThreadSpec {
-        name: name.into(),
-        parent: "fp".into(),
-        params: Params::new().with("prio", Value::Int(prio)),
-        arrival: Instant::ZERO,
-        program: Program { ops },
-        needs: None,
-    }
+    fp_thread(name, prio, ops)
 }
 
 fn scenario(horizon: Duration, threads: Vec<ThreadSpec>) -> Scenario {
-    Scenario {
-        name: "frames".into(),
-        description: String::new(),
-        machine: Machine {
-            cpus: 1,
-            context_switch: Duration::ZERO,
-            tick: None,
-            watchdog: None,
-        },
-        horizon,
-        seed: 1,
-        schedulers: vec![SchedulerSpec {
-            name: "fp".into(),
-            policy: "fp".into(),
-            params: Params::new(),
-            parents: Vec::<ParentLink>::new(),
-        }],
-        default_scheduler: "fp".into(),
-        threads,
-        script: vec![],
-    }
+    under_fp("frames", horizon, threads, vec![])
 }
 
 fn jobs_of<'a>(r: &'a RunResult, name: &str) -> Vec<&'a hsched_model::JobRecord> {

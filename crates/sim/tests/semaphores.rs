@@ -3,14 +3,11 @@
 //! who wakes when, signals that do not count up, the release time of a
 //! sporadic job, and a killed waiter leaving no trace.
 
-use hsched_core::{Duration, Instant, Params, Value};
-use hsched_model::{
-    Action, Dist, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
-    ScriptEvent, ThreadSpec,
-};
+use hsched_core::{Duration, Instant};
+use hsched_model::{Action, Dist, Op, RunResult, Scenario, ScriptEvent, ThreadSpec};
 
 mod common;
-use common::{go, tid};
+use common::{fp_thread as thread, go, tid, under_fp};
 
 fn ms(x: u64) -> Duration {
     Duration::from_millis(x)
@@ -28,40 +25,8 @@ fn sleep(x: u64) -> Op {
     Op::Sleep(Dist::Fixed(ms(x)))
 }
 
-/// A thread under `fp` at priority `prio`, arriving at time zero.
-fn thread(name: &str, prio: i64, ops: Vec<Op>) -> ThreadSpec {
-    ThreadSpec {
-        name: name.into(),
-        parent: "fp".into(),
-        params: Params::new().with("prio", Value::Int(prio)),
-        arrival: Instant::ZERO,
-        program: Program { ops },
-        needs: None,
-    }
-}
-
 fn scenario(threads: Vec<ThreadSpec>, script: Vec<ScriptEvent>) -> Scenario {
-    Scenario {
-        name: "semaphores".into(),
-        description: String::new(),
-        machine: Machine {
-            cpus: 1,
-            context_switch: Duration::ZERO,
-            tick: None,
-            watchdog: None,
-        },
-        horizon: ms(100),
-        seed: 1,
-        schedulers: vec![SchedulerSpec {
-            name: "fp".into(),
-            policy: "fp".into(),
-            params: Params::new(),
-            parents: Vec::<ParentLink>::new(),
-        }],
-        default_scheduler: "fp".into(),
-        threads,
-        script,
-    }
+    under_fp("semaphores", ms(100), threads, script)
 }
 
 fn exit_of(r: &RunResult, name: &str) -> Option<Instant> {

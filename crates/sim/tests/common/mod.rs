@@ -1,8 +1,11 @@
 //! Helpers shared by the simulator's end-to-end tests.
 #![allow(dead_code)] // each test file uses its own subset
 
-use hsched_core::{Duration, ThreadId};
-use hsched_model::{Dist, LogEntry, LogKind, Op, RunResult, Scenario};
+use hsched_core::{Duration, Instant, Params, ThreadId, Value};
+use hsched_model::{
+    Dist, LogEntry, LogKind, Machine, Op, Program, RunResult, Scenario, SchedulerSpec, ScriptEvent,
+    ThreadSpec,
+};
 use hsched_sim::{run, SimOptions};
 
 /// Runs `scn` with every invariant checked and the trace recorded, and
@@ -63,4 +66,47 @@ pub fn bursts(sleeps: bool, a: u64, b: u64) -> Vec<Op> {
         ]
     };
     vec![Op::Loop { count: None, body }]
+}
+
+/// A thread under `fp` at priority `prio`, arriving at time zero.
+pub fn fp_thread(name: &str, prio: i64, ops: Vec<Op>) -> ThreadSpec {
+    ThreadSpec {
+        name: name.into(),
+        parent: "fp".into(),
+        params: Params::new().with("prio", Value::Int(prio)),
+        arrival: Instant::ZERO,
+        program: Program { ops },
+        needs: None,
+    }
+}
+
+/// `threads` under one `fp` root on one CPU (no switch cost, no tick),
+/// seed 1.
+pub fn under_fp(
+    name: &str,
+    horizon: Duration,
+    threads: Vec<ThreadSpec>,
+    script: Vec<ScriptEvent>,
+) -> Scenario {
+    Scenario {
+        name: name.into(),
+        description: String::new(),
+        machine: Machine {
+            cpus: 1,
+            context_switch: Duration::ZERO,
+            tick: None,
+            watchdog: None,
+        },
+        horizon,
+        seed: 1,
+        schedulers: vec![SchedulerSpec {
+            name: "fp".into(),
+            policy: "fp".into(),
+            params: Params::new(),
+            parents: vec![],
+        }],
+        default_scheduler: "fp".into(),
+        threads,
+        script,
+    }
 }
