@@ -1,0 +1,197 @@
+//! The Linux calls the live platform makes on threads it does not own:
+//! scheduling policy and priority (`sched_getattr`/`sched_setattr`), CPU
+//! affinity, stop and continue, and what `/proc` says about a thread.
+//!
+//! Thin and safe: every call takes a thread or process id and returns an
+//! `io::Error` (ESRCH when the thread is gone, EPERM without privileges);
+//! nothing here panics on what the kernel answers.
+
+use std::io;
+
+/// `SCHED_OTHER` (`SCHED_NORMAL`), the default time-sharing class.
+pub const SCHED_OTHER: u32 = 0;
+/// `SCHED_FIFO`: real-time, run until it blocks or something higher runs.
+pub const SCHED_FIFO: u32 = 1;
+/// `SCHED_RR`: real-time round robin.
+pub const SCHED_RR: u32 = 2;
+/// `SCHED_BATCH`.
+pub const SCHED_BATCH: u32 = 3;
+/// `SCHED_IDLE`: runs only when nothing else wants the CPU.
+pub const SCHED_IDLE: u32 = 5;
+/// `SCHED_DEADLINE`.
+pub const SCHED_DEADLINE: u32 = 6;
+
+/// A thread's scheduling attributes as the kernel keeps them (`struct
+/// sched_attr`, the first version: 48 bytes, plus the utilisation clamps
+/// some kernels add; the size field says which the kernel filled in).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SchedAttr {
+    pub size: u32,
+    pub policy: u32,
+    pub flags: u64,
+    /// Nice value, for `SCHED_OTHER` and `SCHED_BATCH`.
+    pub nice: i32,
+    /// Static priority, for `SCHED_FIFO` and `SCHED_RR` (1..99).
+    pub priority: u32,
+    /// `SCHED_DEADLINE` parameters, ns.
+    pub runtime: u64,
+    pub deadline: u64,
+    pub period: u64,
+    pub util_min: u32,
+    pub util_max: u32,
+}
+
+impl SchedAttr {
+    /// A real-time FIFO priority.
+    pub fn fifo(priority: u32) -> Self {
+        SchedAttr {
+            policy: SCHED_FIFO,
+            priority,
+            ..Self::default()
+        }
+    }
+
+    /// A time-sharing policy (`SCHED_OTHER`, `SCHED_BATCH` or `SCHED_IDLE`)
+    /// at a nice value.
+    pub fn fair(policy: u32, nice: i32) -> Self {
+        SchedAttr {
+            policy,
+            nice,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the kernel treats it as real time (it can starve others).
+    pub fn is_realtime(&self) -> bool {
+        matches!(self.policy, SCHED_FIFO | SCHED_RR | SCHED_DEADLINE)
+    }
+}
+
+fn check(ret: libc::c_long) -> io::Result<()> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(())
+    }
+}
+
+/// The scheduling attributes of thread `tid` (0: the calling thread).
+pub fn get_attr(tid: i32) -> io::Result<SchedAttr> {
+    let mut attr = SchedAttr::default();
+    let size = std::mem::size_of::<SchedAttr>() as libc::c_uint;
+    // SAFETY: `attr` is a valid, writable `sched_attr` of `size` bytes.
+    let ret = unsafe {
+        libc::syscall(
+            libc::SYS_sched_getattr,
+            tid,
+            &mut attr as *mut SchedAttr,
+            size,
+            0,
+        )
+    };
+    check(ret)?;
+    Ok(attr)
+}
+
+/// Sets thread `tid`'s policy, priority and nice value (0: the calling
+/// thread). `SCHED_FLAG_RESET_ON_FORK` and the deadline fields go as given.
+pub fn set_attr(tid: i32, attr: &SchedAttr) -> io::Result<()> {
+    let mut attr = *attr;
+    attr.size = std::mem::size_of::<SchedAttr>() as u32;
+    // The clamps are honoured only with their flags; zero them otherwise so
+    // a kernel without clamp support does not refuse the call.
+    const SCHED_FLAG_UTIL_CLAMP: u64 = 0x20 | 0x40;
+    if attr.flags & SCHED_FLAG_UTIL_CLAMP == 0 {
+        attr.util_min = 0;
+        attr.util_max = 0;
+    }
+    // SAFETY: `attr` is a valid `sched_attr` whose size field is its size.
+    let ret = unsafe { libc::syscall(libc::SYS_sched_setattr, tid, &attr as *const SchedAttr, 0) };
+    check(ret)
+}
+
+/// The CPUs thread `tid` may run on.
+pub fn get_affinity(tid: i32) -> io::Result<Vec<usize>> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a valid cpu_set_t of the size passed.
+    let ret =
+        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    check(ret.into())?;
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: CPU_ISSET reads within the set for cpu < its bit size.
+    Ok((0..max)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect())
+}
+
+/// Lets thread `tid` run on `cpus` only.
+pub fn set_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    for &c in cpus {
+        if c >= max {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("CPU {c} is beyond the {max} a cpu_set_t holds"),
+            ));
+        }
+        // SAFETY: c < the set's bit size.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: `set` is a valid cpu_set_t of the size passed.
+    let ret = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    check(ret.into())
+}
+
+/// Sends `signal` to process `pid` (all its threads: SIGSTOP and SIGCONT
+/// act on the whole process).
+pub fn signal(pid: i32, signal: i32) -> io::Result<()> {
+    // SAFETY: kill has no memory arguments.
+    check(unsafe { libc::kill(pid, signal) }.into())
+}
+
+/// The one-letter state `/proc` gives for thread `tid` of process `pid`
+/// (`R` running, `S` sleeping, `T` stopped, ...).
+pub fn thread_state(pid: i32, tid: i32) -> io::Result<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/stat"))?;
+    // The command name is in parentheses and may hold anything: the state
+    // is the first field after the last ')'.
+    let after = stat
+        .rfind(')')
+        .map(|i| &stat[i + 1..])
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no ')' in stat"))?;
+    after
+        .split_whitespace()
+        .next()
+        .and_then(|s| s.chars().next())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no state in stat"))
+}
+
+/// The thread ids of process `pid`, ascending.
+pub fn threads_of(pid: i32) -> io::Result<Vec<i32>> {
+    let mut out: Vec<i32> = std::fs::read_dir(format!("/proc/{pid}/task"))?
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    out.sort_unstable();
+    Ok(out)
+}
+
+/// The process (thread group) that thread `tid` belongs to.
+pub fn tgid_of(tid: i32) -> io::Result<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "no Tgid in status"))
+}
+
+/// Locks the process's memory (current and future) so that page faults do
+/// not delay it; the agent and the guardian both do this.
+pub fn lock_memory() -> io::Result<()> {
+    // SAFETY: mlockall has no memory arguments.
+    check(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) }.into())
+}
