@@ -11,6 +11,7 @@
 
 #![cfg(target_os = "linux")]
 
+pub mod agent;
 pub mod events;
 pub mod guardian;
 pub mod sys;
