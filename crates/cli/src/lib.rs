@@ -28,6 +28,17 @@ struct Cli {
 enum Cmd {
     /// Run a scenario in the deterministic simulator and print a summary.
     Sim(SimArgs),
+    /// Run a scenario for real: its hierarchy schedules the commands its
+    /// threads name (`command = [...]`) on this machine's CPUs, from user
+    /// space (needs root). Prints the same summary as `sim`.
+    Live(LiveArgs),
+    /// The guardian process `live` starts (internal): restores every
+    /// managed thread if the agent dies.
+    #[command(name = "__guardian", hide = true)]
+    Guardian {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Check a scenario file and print its hierarchy, every edge labelled
     /// with its HLS guarantee (nothing runs); exits 2 if it does not compose.
     Check(CheckArgs),
@@ -75,6 +86,19 @@ struct CheckArgs {
     svg: Option<PathBuf>,
     /// Write the analysis as JSON (stable keys); to stdout (instead of the
     /// text) without a path.
+    #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+#[derive(clap::Args, Debug)]
+struct LiveArgs {
+    /// Scenario file (TOML); every thread needs a `command`.
+    file: PathBuf,
+    /// Override the scenario's horizon (e.g. 10s, 500ms).
+    #[arg(long, value_parser = parse_duration)]
+    horizon: Option<Duration>,
+    /// Print metrics as JSON (stable keys) instead of the summary; with a
+    /// path, write them there.
     #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
     json: Option<PathBuf>,
 }
@@ -156,6 +180,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> i32 {
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.cmd {
         Cmd::Sim(args) => sim(args),
+        Cmd::Live(args) => live(&args),
+        Cmd::Guardian { args } => {
+            std::process::exit(hsched_live::guardian::main_with_args(&args));
+        }
         Cmd::Check(args) => check(&args),
         Cmd::Policies { name, plugins } => policies(name.as_deref(), &plugins),
         Cmd::Repro { name, list, all } => repro::command(name.as_deref(), list, all),
@@ -239,6 +267,27 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
                 .map_err(|e| std::io::Error::other(e.to_string()))
         })?;
     }
+    match &args.json {
+        Some(path) => write_file(path, "the metrics", |w| {
+            w.write_all(hsched_report::metrics_json(&result).as_bytes())?;
+            w.write_all(b"\n")
+        })?,
+        None => print!("{}", hsched_report::summary(&result)),
+    }
+    Ok(())
+}
+
+fn live(args: &LiveArgs) -> Result<(), CliError> {
+    let scn = load_scenario(&args.file)?;
+    let exe = std::env::current_exe().map_err(|e| {
+        CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
+    })?;
+    let opts = hsched_live::run::LiveOptions {
+        guardian: vec![exe.into_os_string(), "__guardian".into()],
+        horizon: args.horizon,
+    };
+    let result = hsched_live::run::run(&scn, &opts)
+        .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     match &args.json {
         Some(path) => write_file(path, "the metrics", |w| {
             w.write_all(hsched_report::metrics_json(&result).as_bytes())?;

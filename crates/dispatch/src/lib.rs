@@ -19,9 +19,11 @@
 //! reschedules are processed by CPU number; nothing depends on addresses or
 //! hash order.
 
+mod build;
 mod checks;
 mod dispatcher;
 mod hierarchy;
 
+pub use build::{build_hierarchy, links, load};
 pub use dispatcher::{Config, Dispatcher, Platform};
 pub use hierarchy::AttachLink;

@@ -105,109 +105,175 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// Takes over `threads` on the real CPUs `cpus` under one root
-    /// scheduler of `policy` with `params`. `guardian_exe` is the
-    /// `hsched-guardian` program.
-    pub fn start(
-        cpus: &[usize],
-        policy: &str,
-        params: &Params,
-        threads: &[Managed],
-        guardian_exe: &Path,
-    ) -> Result<Agent, String> {
-        let fail = |what: &str, e: &dyn std::fmt::Display| format!("{what}: {e}");
-        let mut guardian = Guardian::spawn(
-            guardian_exe,
+    /// An agent on the real CPUs `cpus` with an empty hierarchy: it starts
+    /// its guardian (`guardian` runs the guardian program: its first word
+    /// the executable, the rest leading arguments), locks its memory and
+    /// raises itself to [`AGENT_PRIORITY`].
+    pub fn new(cpus: &[usize], guardian: &[&std::ffi::OsStr]) -> Result<Agent, String> {
+        let (exe, lead) = guardian.split_first().ok_or("no guardian program given")?;
+        let guardian = Guardian::spawn_with(
+            Path::new(exe),
+            lead,
             &Watch {
                 agent: Some(std::process::id() as i32),
                 heartbeat: None,
             },
         )
-        .map_err(|e| fail("starting the guardian", &e))?;
+        .map_err(|e| format!("starting the guardian: {e}"))?;
         let _ = sys::lock_memory();
-        sys::set_attr(0, &SchedAttr::fifo(AGENT_PRIORITY))
-            .map_err(|e| fail("raising the agent to SCHED_FIFO", &e))?;
-        let tids: Vec<i32> = threads.iter().map(|m| m.tid).collect();
-        let mut originals = Vec::new();
-        for &tid in &tids {
-            let original =
-                Original::capture(tid).map_err(|e| fail(&format!("thread {tid}"), &e))?;
-            guardian
-                .send(&Line::Manage(original.clone()))
-                .map_err(|e| fail("telling the guardian", &e))?;
-            originals.push(original);
-        }
-        let events = SchedEvents::open(&tids).map_err(|e| fail("kernel events", &e))?;
-        let mut disp = Dispatcher::new(Config {
-            cpus: cpus.len() as u32,
-            tick: None,
-            watchdog: None,
-            check_invariants: false,
-        });
-        let root = disp.create_root("root", policy, params)?;
-        disp.set_default(root);
-        let mut platform = LivePlatform {
-            cpus: cpus.to_vec(),
-            tids: Vec::new(),
-            on_cpu: vec![None; cpus.len()],
-            errors: Vec::new(),
-            changes: 0,
+        // Reset on fork: the commands the agent starts begin at the
+        // default policy, not at the agent's real-time priority (which the
+        // guardian would otherwise take for their original state).
+        let agent = SchedAttr {
+            flags: sys::SCHED_FLAG_RESET_ON_FORK,
+            ..SchedAttr::fifo(AGENT_PRIORITY)
         };
-        let mut by_tid = HashMap::new();
-        for m in threads {
-            let (t, admitted) = disp.add_thread(&m.name, root, &m.params);
-            admitted.map_err(|e| fail(&format!("thread `{}`", m.name), &e))?;
-            platform.tids.push(m.tid);
-            by_tid.insert(m.tid, t);
-            platform.park(t);
-        }
-        let mut agent = Agent {
-            disp,
-            platform,
+        sys::set_attr(0, &agent)
+            .map_err(|e| format!("raising the agent to SCHED_FIFO {AGENT_PRIORITY}: {e}"))?;
+        // Opened before any thread is managed (it takes milliseconds), so
+        // that the clock starts after it.
+        let events = SchedEvents::open(&[]).map_err(|e| format!("kernel events: {e}"))?;
+        Ok(Agent {
+            disp: Dispatcher::new(Config {
+                cpus: cpus.len() as u32,
+                tick: None,
+                watchdog: None,
+                check_invariants: false,
+            }),
+            platform: LivePlatform {
+                cpus: cpus.to_vec(),
+                tids: Vec::new(),
+                on_cpu: vec![None; cpus.len()],
+                errors: Vec::new(),
+                changes: 0,
+            },
             events,
             guardian,
-            originals,
-            by_tid,
+            originals: Vec::new(),
+            by_tid: HashMap::new(),
             start_ns: monotonic_ns(),
             now: Instant::ZERO,
-        };
-        // Threads running or ready now are runnable; the others announce
-        // themselves with their next wakeup.
-        for m in threads {
-            let pid = sys::tgid_of(m.tid).unwrap_or(m.tid);
-            if matches!(sys::thread_state(pid, m.tid), Ok('R')) {
-                let t = agent.by_tid[&m.tid];
-                agent
-                    .disp
-                    .thread_ready(&mut agent.platform, Instant::ZERO, t);
-            }
+        })
+    }
+
+    /// The dispatcher, to build the hierarchy in (with [`Agent::platform`]).
+    pub fn dispatcher(&mut self) -> (&mut Dispatcher, &mut dyn Platform) {
+        (&mut self.disp, &mut self.platform)
+    }
+
+    /// Takes over thread `tid` as `name` under scheduler `parent` with
+    /// attachment `params`: the guardian learns its original state first,
+    /// then it is parked until the hierarchy gives it a CPU.
+    pub fn manage(
+        &mut self,
+        tid: i32,
+        name: &str,
+        parent: &str,
+        params: &Params,
+    ) -> Result<ThreadId, String> {
+        let original =
+            Original::capture(tid).map_err(|e| format!("thread {tid} (`{name}`): {e}"))?;
+        self.guardian
+            .send(&Line::Manage(original.clone()))
+            .map_err(|e| format!("telling the guardian: {e}"))?;
+        self.originals.push(original);
+        let parent = self
+            .disp
+            .sched_by_name(parent)
+            .or(self.disp.default_sched())
+            .ok_or_else(|| format!("thread `{name}`: no scheduler `{parent}` to join"))?;
+        let (t, admitted) = self.disp.add_thread(name, parent, params);
+        admitted.map_err(|e| format!("thread `{name}`: {e}"))?;
+        self.platform.tids.push(tid);
+        self.by_tid.insert(tid, t);
+        self.platform.park(t);
+        let tids: Vec<i32> = self.platform.tids.clone();
+        self.events
+            .watch(&tids)
+            .map_err(|e| format!("kernel events: {e}"))?;
+        // Running or ready now: runnable; otherwise its next wakeup says so.
+        let pid = sys::tgid_of(tid).unwrap_or(tid);
+        if matches!(sys::thread_state(pid, tid), Ok('R')) {
+            let now = self.clock(monotonic_ns());
+            self.now = now;
+            self.disp.thread_ready(&mut self.platform, now, t);
         }
-        Ok(agent)
+        Ok(t)
+    }
+
+    /// Starts a command the hierarchy is to manage, at the default policy
+    /// (`SCHED_OTHER`, nice 0) it would have started with.
+    ///
+    /// Why not simply fork: a new process must run before it can exec (and
+    /// `spawn` waits for the exec). Started at the default policy it could
+    /// land on a CPU a managed thread holds at `SCHED_FIFO` and wait there
+    /// until real-time throttling frees the CPU, up to a second. So the
+    /// agent forks at a real-time priority just below its own (inherited:
+    /// the child execs at once, and cannot starve the agent), then lowers
+    /// the child to the default.
+    pub fn spawn(&mut self, cmd: &mut std::process::Command) -> io::Result<std::process::Child> {
+        sys::set_attr(0, &SchedAttr::fifo(AGENT_PRIORITY - 1))?;
+        let child = cmd.spawn();
+        let back = sys::set_attr(
+            0,
+            &SchedAttr {
+                flags: sys::SCHED_FLAG_RESET_ON_FORK,
+                ..SchedAttr::fifo(AGENT_PRIORITY)
+            },
+        );
+        let child = child?;
+        back?;
+        sys::set_attr(child.id() as i32, &SchedAttr::fair(sys::SCHED_OTHER, 0))?;
+        Ok(child)
+    }
+
+    /// Thread `tid` ended.
+    pub fn exited(&mut self, tid: i32) {
+        if let Some(&t) = self.by_tid.get(&tid) {
+            self.now = self.clock(monotonic_ns());
+            self.disp.thread_exit(&mut self.platform, self.now, t);
+            let _ = self.guardian.send(&Line::Release(tid));
+        }
+    }
+
+    /// Starts the agent's clock (time zero) now: after setting up, before
+    /// the first arrival.
+    pub fn start_clock(&mut self) {
+        self.start_ns = monotonic_ns();
+        self.now = Instant::ZERO;
+    }
+
+    /// Time since the agent started, on its clock.
+    pub fn now(&self) -> Instant {
+        self.clock(monotonic_ns())
     }
 
     fn clock(&self, ns: u64) -> Instant {
         Instant(ns.saturating_sub(self.start_ns)).max(self.now)
     }
 
-    /// Schedules for `span` of real time.
-    pub fn run_for(&mut self, span: Duration) -> Result<(), String> {
-        let end = self
-            .clock(monotonic_ns())
-            .saturating_add(hsched_core::Duration(span.as_nanos() as u64));
+    /// Schedules until `end` on the agent's clock, or until `stop_early`
+    /// (checked between events) says so.
+    pub fn run_until(
+        &mut self,
+        end: Instant,
+        mut stop_early: impl FnMut(&mut Agent) -> bool,
+    ) -> Result<(), String> {
         let mut seen = Vec::new();
         loop {
             let now = self.clock(monotonic_ns());
-            if now >= end {
+            if now >= end || stop_early(self) {
                 return Ok(());
             }
             let until = self.disp.next_deadline().unwrap_or(end).min(end);
-            let wait = Duration::from_nanos(until.0.saturating_sub(now.0));
-            if !wait.is_zero() {
-                self.events
-                    .wait(wait.max(Duration::from_millis(1)))
-                    .map_err(|e| format!("waiting for kernel events: {e}"))?;
-            }
+            // Waits are in milliseconds for now; a deadline closer than
+            // one is waited for at least one.
+            let wait = Duration::from_nanos(until.0.saturating_sub(now.0))
+                .clamp(Duration::from_millis(1), Duration::from_millis(10));
             seen.clear();
+            self.events
+                .wait(wait)
+                .map_err(|e| format!("waiting for kernel events: {e}"))?;
             self.events
                 .drain(&mut seen)
                 .map_err(|e| format!("reading kernel events: {e}"))?;
@@ -234,6 +300,24 @@ impl Agent {
             self.now = self.clock(monotonic_ns());
             self.disp.advance(&mut self.platform, self.now);
         }
+    }
+
+    /// Decisions made so far.
+    pub fn decisions(&self) -> u64 {
+        self.disp.decisions()
+    }
+
+    /// What each scheduler received, as the dispatcher accounted it.
+    pub fn node_results(&self) -> &[hsched_model::NodeResult] {
+        self.disp.node_results()
+    }
+
+    /// The scheduler thread `t` is under.
+    pub fn sched_of(&self, t: ThreadId) -> String {
+        self.disp
+            .thread_sched(t)
+            .map(|s| self.disp.sched_name(s).to_string())
+            .unwrap_or_default()
     }
 
     /// CPU time each scheduler received, by name, as the dispatcher

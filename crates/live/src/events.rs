@@ -223,16 +223,14 @@ impl SchedEvents {
         &self.instance
     }
 
-    /// Records threads `tids` from now on (instead of the ones before).
+    /// Records threads `tids` from now on (instead of the ones before;
+    /// none: nothing is recorded).
     pub fn watch(&mut self, tids: &[i32]) -> io::Result<()> {
-        if tids.is_empty() {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "no threads to watch",
-            ));
-        }
+        // No thread has id -1: with none to watch, a filter that matches
+        // nothing.
+        let ids: &[i32] = if tids.is_empty() { &[-1] } else { tids };
         for (name, keys) in EVENTS {
-            let terms: Vec<String> = tids
+            let terms: Vec<String> = ids
                 .iter()
                 .flat_map(|t| keys.iter().map(move |k| format!("{k} == {t}")))
                 .collect();

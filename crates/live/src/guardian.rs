@@ -409,7 +409,19 @@ impl Guardian {
     /// anything that calls [`main_with_args`]) in its own process group.
     /// The agent passes its own process id in `watch.agent`.
     pub fn spawn(exe: &Path, watch: &Watch) -> io::Result<Guardian> {
+        Self::spawn_with(exe, &[], watch)
+    }
+
+    /// Like [`Guardian::spawn`], with `lead` arguments before the
+    /// guardian's own (e.g. the subcommand of a program that is also
+    /// something else).
+    pub fn spawn_with(
+        exe: &Path,
+        lead: &[&std::ffi::OsStr],
+        watch: &Watch,
+    ) -> io::Result<Guardian> {
         let mut cmd = Command::new(exe);
+        cmd.args(lead);
         if let Some(agent) = watch.agent {
             cmd.arg("--agent").arg(agent.to_string());
         }

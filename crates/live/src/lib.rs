@@ -14,4 +14,5 @@
 pub mod agent;
 pub mod events;
 pub mod guardian;
+pub mod run;
 pub mod sys;

@@ -20,6 +20,8 @@ pub const SCHED_BATCH: u32 = 3;
 pub const SCHED_IDLE: u32 = 5;
 /// `SCHED_DEADLINE`.
 pub const SCHED_DEADLINE: u32 = 6;
+/// `SCHED_FLAG_RESET_ON_FORK`: children start at the default policy.
+pub const SCHED_FLAG_RESET_ON_FORK: u64 = 0x01;
 
 /// A thread's scheduling attributes as the kernel keeps them (`struct
 /// sched_attr`, the first version: 48 bytes, plus the utilisation clamps

@@ -4,7 +4,8 @@
 //! (`/proc/PID/stat`), and are given back as they were at the end.
 
 use hsched_core::{Params, Value};
-use hsched_live::agent::{Agent, Managed};
+use hsched_live::agent::Agent;
+use hsched_live::run::process_cpu_time;
 use hsched_live::sys::{self, SchedAttr, SCHED_OTHER};
 use std::path::Path;
 use std::process::{Child, Command};
@@ -17,16 +18,8 @@ fn busy() -> Child {
         .unwrap()
 }
 
-/// CPU time (user + system) of process `pid` so far.
 fn cpu_time(pid: i32) -> Duration {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of stat, 12 and 13 after the name.
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
-    // SAFETY: sysconf has no memory arguments.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
-    Duration::from_nanos(ticks * 1_000_000_000 / hz)
+    process_cpu_time(pid).unwrap()
 }
 
 fn privileged() -> bool {
@@ -54,24 +47,25 @@ fn shares(policy: &str, params: Params, attach: [Params; 2]) -> Option<[f64; 2]>
     let cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
     let mut procs = [busy(), busy()];
     let pids = [procs[0].id() as i32, procs[1].id() as i32];
-    let [a, b] = attach;
-    let threads = [
-        Managed {
-            tid: pids[0],
-            name: "first".into(),
-            params: a,
-        },
-        Managed {
-            tid: pids[1],
-            name: "second".into(),
-            params: b,
-        },
-    ];
     let exe = Path::new(env!("CARGO_BIN_EXE_hsched-guardian"));
-    let mut agent = Agent::start(&[cpu], policy, &params, &threads, exe).unwrap();
+    let mut agent = Agent::new(&[cpu], &[exe.as_os_str()]).unwrap();
+    {
+        let (disp, _) = agent.dispatcher();
+        let root = disp.create_root("root", policy, &params).unwrap();
+        disp.set_default(root);
+    }
+    for (pid, (name, at)) in pids
+        .iter()
+        .zip([("first", &attach[0]), ("second", &attach[1])])
+    {
+        agent.manage(*pid, name, "root", at).unwrap();
+    }
     let before = pids.map(cpu_time);
     let start = Instant::now();
-    agent.run_for(Duration::from_secs(2)).unwrap();
+    let end = agent
+        .now()
+        .saturating_add(hsched_core::Duration::from_secs(2));
+    agent.run_until(end, |_| false).unwrap();
     let wall = start.elapsed().as_secs_f64();
     let after = pids.map(cpu_time);
     let (changes, errors) = agent.changes();

@@ -81,11 +81,22 @@ pub struct ThreadSpec {
     pub needs: Option<String>,
 }
 
-/// A workload program: operations executed in order; the thread exits at
-/// the end.
+/// What a thread does: the workload program `hsched sim` executes
+/// (operations in order; the thread exits at the end) and, for `hsched
+/// live`, the real command it runs, if any (argv; the program then models
+/// it in simulation).
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct Program {
     pub ops: Vec<Op>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+}
+
+impl Program {
+    /// A program of `ops` with no real command.
+    pub fn new(ops: Vec<Op>) -> Self {
+        Program { ops, command: None }
+    }
 }
 
 /// One operation of a workload program (close to rt-app's events).

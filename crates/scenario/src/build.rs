@@ -28,7 +28,7 @@ pub(crate) const TOP_KEYS: &[&str] = &[
 ];
 const MACHINE_KEYS: &[&str] = &["cpus", "context_switch", "tick", "watchdog"];
 const THREAD_KEYS: &[&str] = &[
-    "name", "parent", "at", "arrival", "count", "program", "needs", "domain",
+    "name", "parent", "at", "arrival", "count", "program", "needs", "domain", "command",
 ];
 const ACTIONS: &[&str] = &[
     "load", "unload", "detach", "attach", "move", "msg", "kill", "create",
@@ -425,7 +425,10 @@ fn threads(top: &Table<'_>, default: &str, horizon: Duration) -> Result<Vec<Thre
                 at_path,
             },
             arrival,
-            program: Program { ops },
+            program: Program {
+                ops,
+                command: command(&t)?,
+            },
             refs,
             needs,
             domain,
@@ -938,4 +941,31 @@ fn check_semaphores<'a>(all: impl Iterator<Item = &'a Refs> + Clone) -> Result<(
         }
     }
     Ok(())
+}
+
+/// A thread's `command`: the argv `hsched live` runs for it, e.g.
+/// `command = ["stress-ng", "--cpu", "1"]`.
+fn command(t: &Table<'_>) -> Result<Option<Vec<String>>, Fail> {
+    let Some(node) = t.get("command") else {
+        return Ok(None);
+    };
+    let path = t.key_path("command");
+    let what = "the program and its arguments, e.g. command = [\"stress-ng\", \"--cpu\", \"1\"]";
+    let items = node.array(&path, what)?;
+    if items.is_empty() {
+        return Err(Fail::new(
+            &node.span,
+            &path,
+            format!("an empty command: expected {what}"),
+        ));
+    }
+    let argv = items
+        .iter()
+        .enumerate()
+        .map(|(i, n)| n.str(&index_path(&path, i), "a string").map(str::to_string))
+        .collect::<Result<Vec<_>, _>>()?;
+    if argv[0].is_empty() {
+        return Err(Fail::new(&node.span, &path, "the program name is empty"));
+    }
+    Ok(Some(argv))
 }

@@ -160,9 +160,7 @@ fn workload_threads(n: usize, parent: &str, params: &Params) -> Vec<ThreadSpec> 
             parent: parent.into(),
             params: params.clone(),
             arrival: Instant::ZERO + ms(7 * (i as u64 % 3)),
-            program: Program {
-                ops: programs[i % programs.len()].clone(),
-            },
+            program: Program::new(programs[i % programs.len()].clone()),
             needs: None,
         })
         .collect()

@@ -19,9 +19,9 @@ mod world;
 pub use world::{CallOutcome, CallRecord, MAX_DEPTH};
 use world::{Ev, World};
 
-use hsched_core::{Duration, Instant, SchedId};
-use hsched_dispatch::{AttachLink, Config, Dispatcher};
-use hsched_model::{RunResult, Scenario, SchedulerSpec};
+use hsched_core::{Duration, Instant};
+use hsched_dispatch::{build_hierarchy, Config, Dispatcher};
+use hsched_model::{RunResult, Scenario};
 use std::cmp::Reverse;
 
 /// How to run a scenario.
@@ -177,82 +177,4 @@ impl<'a> Simulation<'a> {
             wall,
         )
     }
-}
-
-/// Creates the scenario's scheduler instances and attaches them, parents first.
-fn build_hierarchy(disp: &mut Dispatcher, world: &mut World, scn: &Scenario) -> Result<(), String> {
-    let mut created = vec![false; scn.schedulers.len()];
-    let mut order = Vec::new();
-    // Topological order: an instance after all of its parents.
-    while order.len() < scn.schedulers.len() {
-        let before = order.len();
-        for (i, s) in scn.schedulers.iter().enumerate() {
-            if created[i] {
-                continue;
-            }
-            let ready = s.parents.iter().all(|l| {
-                scn.schedulers
-                    .iter()
-                    .position(|p| p.name == l.parent)
-                    .is_some_and(|p| created[p])
-            });
-            if ready {
-                created[i] = true;
-                order.push(i);
-            }
-        }
-        if order.len() == before {
-            return Err("the hierarchy has a cycle or names a parent that does not exist".into());
-        }
-    }
-    for i in order {
-        let spec = &scn.schedulers[i];
-        if spec.parents.is_empty() {
-            disp.create_root(&spec.name, &spec.policy, &spec.params)?;
-        } else {
-            load(disp, world, Instant::ZERO, spec)?;
-        }
-    }
-    let default = disp.sched_by_name(&scn.default_scheduler).ok_or_else(|| {
-        format!(
-            "default scheduler `{}` does not exist",
-            scn.default_scheduler
-        )
-    })?;
-    disp.set_default(default);
-    Ok(())
-}
-
-fn links(
-    disp: &Dispatcher,
-    spec_links: &[hsched_model::ParentLink],
-) -> Result<Vec<AttachLink>, String> {
-    spec_links
-        .iter()
-        .map(|l| {
-            Ok(AttachLink {
-                parent: disp
-                    .sched_by_name(&l.parent)
-                    .ok_or_else(|| format!("no scheduler named `{}`", l.parent))?,
-                vps: l.vps,
-                params: l.params.clone(),
-            })
-        })
-        .collect()
-}
-
-fn load(
-    disp: &mut Dispatcher,
-    world: &mut World,
-    now: Instant,
-    spec: &SchedulerSpec,
-) -> Result<SchedId, String> {
-    let vps = spec.parents.iter().map(|l| l.vps).sum();
-    let links = links(disp, &spec.parents)?;
-    let s = disp.create(&spec.name, &spec.policy, &spec.params, vps)?;
-    if let Err(e) = disp.attach(world, now, s, &links) {
-        let _ = disp.destroy(world, now, s);
-        return Err(e);
-    }
-    Ok(s)
 }

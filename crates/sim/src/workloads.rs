@@ -73,12 +73,10 @@ fn chain(
         });
     }
     let leaf = policy.to_string();
-    let forever = Program {
-        ops: vec![Op::Loop {
-            count: None,
-            body: vec![Op::Run(Dist::Fixed(Duration::from_secs(3600)))],
-        }],
-    };
+    let forever = Program::new(vec![Op::Loop {
+        count: None,
+        body: vec![Op::Run(Dist::Fixed(Duration::from_secs(3600)))],
+    }]);
     Scenario {
         name: format!("cpu-bound-{policy}-{threads}x{levels}"),
         description: String::new(),

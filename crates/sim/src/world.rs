@@ -6,8 +6,8 @@ use crate::program::{
     compile, draw, draw_constraint, draw_randres, ConstraintsPhase, ConstraintsState, Cursor,
     FramesState, Instr, PeriodicState, RandresJob, RandresPhase, RandresState, SyncKind,
 };
-use crate::{links, load};
 use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
+use hsched_dispatch::{links, load};
 use hsched_dispatch::{Dispatcher, Platform};
 use hsched_model::{
     Action, ConstraintLoad, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult,

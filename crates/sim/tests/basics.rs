@@ -75,12 +75,10 @@ mod hierarchy_changes {
             parent: parent.into(),
             params: Params::new(),
             arrival: Instant::ZERO,
-            program: Program {
-                ops: vec![Op::Loop {
-                    count: None,
-                    body: vec![Op::Run(Dist::Fixed(ms(1000)))],
-                }],
-            },
+            program: Program::new(vec![Op::Loop {
+                count: None,
+                body: vec![Op::Run(Dist::Fixed(ms(1000)))],
+            }]),
             needs: None,
         }
     }
@@ -268,7 +266,7 @@ mod workload_programs {
                     parent: "s".into(),
                     params: Params::new(),
                     arrival: t(arrival),
-                    program: Program { ops },
+                    program: Program::new(ops),
                     needs: None,
                 })
                 .collect(),
@@ -404,12 +402,10 @@ fn spin_ends_on_the_wall_clock_whatever_cpu_it_got() {
     let ms = Duration::from_millis;
     for (competitors, expected) in [(1usize, ms(50)), (0, ms(100))] {
         let mut scn = workloads::cpu_bound(1 + competitors, 1, 1, ms(10), ms(300));
-        scn.threads[0].program = Program {
-            ops: vec![
-                Op::Spin(Dist::Fixed(ms(100))),
-                Op::Sleep(Dist::Fixed(ms(500))),
-            ],
-        };
+        scn.threads[0].program = Program::new(vec![
+            Op::Spin(Dist::Fixed(ms(100))),
+            Op::Sleep(Dist::Fixed(ms(500))),
+        ]);
         let r = run(&scn, &checked()).unwrap();
         assert_eq!(r.threads[0].cpu_time, expected, "{competitors} competitors");
         let trace = r.trace.as_ref().unwrap();

@@ -148,7 +148,7 @@ fn scenario(policy: &str) -> Scenario {
         parent: "broken".into(),
         params: Params::new(),
         arrival: Instant::ZERO,
-        program: Program { ops },
+        program: Program::new(ops),
         needs: None,
     };
     let work = || Op::Run(Dist::Fixed(Duration::from_millis(30)));

@@ -53,7 +53,7 @@ fn thread(name: &str, parent: &str, params: Params, ops: Vec<Op>) -> ThreadSpec 
         parent: parent.into(),
         params,
         arrival: Instant::ZERO,
-        program: Program { ops },
+        program: Program::new(ops),
         needs: None,
     }
 }

@@ -91,12 +91,10 @@ fn a_declined_grant_goes_to_the_parent_which_decides_instead() {
         parent: parent.into(),
         params: Params::new(),
         arrival: Instant::ZERO,
-        program: Program {
-            ops: vec![Op::Loop {
-                count: None,
-                body: vec![Op::Run(Dist::Fixed(Duration::from_secs(10)))],
-            }],
-        },
+        program: Program::new(vec![Op::Loop {
+            count: None,
+            body: vec![Op::Run(Dist::Fixed(Duration::from_secs(10)))],
+        }]),
         needs: None,
     };
     let link = |prio| {

@@ -43,7 +43,7 @@ fn thread(
         parent: "s".into(),
         params,
         arrival: Instant::ZERO + at,
-        program: Program { ops },
+        program: Program::new(ops),
         needs: None,
     }
 }

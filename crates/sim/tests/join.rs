@@ -59,9 +59,7 @@ fn thread(name: &str, parent: &str, params: Params, body: Vec<Op>) -> ThreadSpec
         parent: parent.into(),
         params,
         arrival: Instant::ZERO,
-        program: Program {
-            ops: vec![Op::Loop { count: None, body }],
-        },
+        program: Program::new(vec![Op::Loop { count: None, body }]),
         needs: None,
     }
 }

@@ -47,7 +47,7 @@ fn thread(name: &str, ops: Vec<Op>) -> ThreadSpec {
         parent: "root".into(),
         params: Params::new(),
         arrival: Instant::ZERO,
-        program: Program { ops },
+        program: Program::new(ops),
         needs: None,
     }
 }

@@ -60,7 +60,7 @@ fn thread(name: &str, activity: &str, ops: Vec<Op>) -> ThreadSpec {
             Params::new().with("activity", Value::Str(activity.into()))
         },
         arrival: Instant::ZERO,
-        program: Program { ops },
+        program: Program::new(ops),
         needs: None,
     }
 }

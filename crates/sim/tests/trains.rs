@@ -64,7 +64,7 @@ fn thread(name: &str, at: Duration, ops: Vec<Op>) -> ThreadSpec {
         parent: "rr".into(),
         params: Params::new(),
         arrival: Instant::ZERO + at,
-        program: Program { ops },
+        program: Program::new(ops),
         needs: None,
     }
 }

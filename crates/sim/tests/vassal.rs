@@ -40,7 +40,7 @@ fn thread(name: &str, ops: Vec<Op>) -> ThreadSpec {
         parent: "default".into(),
         params: Params::new(),
         arrival: Instant::ZERO,
-        program: Program { ops },
+        program: Program::new(ops),
         needs: None,
     }
 }

@@ -114,7 +114,7 @@ impl Build {
             parent: parent.into(),
             params: params(at),
             arrival: Instant::ZERO,
-            program: Program { ops },
+            program: Program::new(ops),
             needs: needs.map(str::to_string),
         });
         self

@@ -75,7 +75,7 @@ pub fn fp_thread(name: &str, prio: i64, ops: Vec<Op>) -> ThreadSpec {
         parent: "fp".into(),
         params: Params::new().with("prio", Value::Int(prio)),
         arrival: Instant::ZERO,
-        program: Program { ops },
+        program: Program::new(ops),
         needs: None,
     }
 }

@@ -1,0 +1,91 @@
+//! Building a scenario's hierarchy in a dispatcher: the same for every
+//! platform (the simulator, the live agent).
+
+use crate::{AttachLink, Dispatcher, Platform};
+use hsched_core::{Instant, SchedId};
+use hsched_model::{Scenario, SchedulerSpec};
+
+/// Creates the scenario's scheduler instances and attaches them, parents first.
+pub fn build_hierarchy(
+    disp: &mut Dispatcher,
+    platform: &mut dyn Platform,
+    scn: &Scenario,
+) -> Result<(), String> {
+    let mut created = vec![false; scn.schedulers.len()];
+    let mut order = Vec::new();
+    // Topological order: an instance after all of its parents.
+    while order.len() < scn.schedulers.len() {
+        let before = order.len();
+        for (i, s) in scn.schedulers.iter().enumerate() {
+            if created[i] {
+                continue;
+            }
+            let ready = s.parents.iter().all(|l| {
+                scn.schedulers
+                    .iter()
+                    .position(|p| p.name == l.parent)
+                    .is_some_and(|p| created[p])
+            });
+            if ready {
+                created[i] = true;
+                order.push(i);
+            }
+        }
+        if order.len() == before {
+            return Err("the hierarchy has a cycle or names a parent that does not exist".into());
+        }
+    }
+    for i in order {
+        let spec = &scn.schedulers[i];
+        if spec.parents.is_empty() {
+            disp.create_root(&spec.name, &spec.policy, &spec.params)?;
+        } else {
+            load(disp, platform, Instant::ZERO, spec)?;
+        }
+    }
+    let default = disp.sched_by_name(&scn.default_scheduler).ok_or_else(|| {
+        format!(
+            "default scheduler `{}` does not exist",
+            scn.default_scheduler
+        )
+    })?;
+    disp.set_default(default);
+    Ok(())
+}
+
+/// Resolves a scheduler spec's parent links by name.
+pub fn links(
+    disp: &Dispatcher,
+    spec_links: &[hsched_model::ParentLink],
+) -> Result<Vec<AttachLink>, String> {
+    spec_links
+        .iter()
+        .map(|l| {
+            Ok(AttachLink {
+                parent: disp
+                    .sched_by_name(&l.parent)
+                    .ok_or_else(|| format!("no scheduler named `{}`", l.parent))?,
+                vps: l.vps,
+                params: l.params.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Creates an instance from its spec and attaches it (destroyed again if
+/// the attachment is refused).
+pub fn load(
+    disp: &mut Dispatcher,
+    platform: &mut dyn Platform,
+    now: Instant,
+    spec: &SchedulerSpec,
+) -> Result<SchedId, String> {
+    let vps = spec.parents.iter().map(|l| l.vps).sum();
+    let links = links(disp, &spec.parents)?;
+    let s = disp.create(&spec.name, &spec.policy, &spec.params, vps)?;
+    if let Err(e) = disp.attach(platform, now, s, &links) {
+        let _ = disp.destroy(platform, now, s);
+        return Err(e);
+    }
+    Ok(s)
+}
