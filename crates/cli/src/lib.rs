@@ -267,14 +267,21 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
                 .map_err(|e| std::io::Error::other(e.to_string()))
         })?;
     }
-    match &args.json {
+    print_result(&result, args.json.as_deref())
+}
+
+/// The metrics as JSON (to `json`, `-` for stdout), or the summary.
+fn print_result(result: &hsched_model::RunResult, json: Option<&Path>) -> Result<(), CliError> {
+    match json {
         Some(path) => write_file(path, "the metrics", |w| {
-            w.write_all(hsched_report::metrics_json(&result).as_bytes())?;
+            w.write_all(hsched_report::metrics_json(result).as_bytes())?;
             w.write_all(b"\n")
-        })?,
-        None => print!("{}", hsched_report::summary(&result)),
+        }),
+        None => {
+            print!("{}", hsched_report::summary(result));
+            Ok(())
+        }
     }
-    Ok(())
 }
 
 fn live(args: &LiveArgs) -> Result<(), CliError> {
@@ -288,14 +295,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     };
     let result = hsched_live::run::run(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
-    match &args.json {
-        Some(path) => write_file(path, "the metrics", |w| {
-            w.write_all(hsched_report::metrics_json(&result).as_bytes())?;
-            w.write_all(b"\n")
-        })?,
-        None => print!("{}", hsched_report::summary(&result)),
-    }
-    Ok(())
+    print_result(&result, args.json.as_deref())
 }
 
 /// Writes what the analysis promised each scheduler and thread into the

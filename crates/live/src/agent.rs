@@ -11,11 +11,12 @@
 //!
 //! The agent itself runs at [`AGENT_PRIORITY`], above every managed
 //! thread, with its memory locked; before it touches a thread it tells the
-//! guardian ([`crate::guardian`]) the thread's original state.
+//! guardian ([`crate::guardian`]) the thread's original state, and it
+//! gives the guardian a heartbeat: silent for [`HEARTBEAT_TIMEOUT`], it is
+//! killed and every thread restored.
 //!
-//! Not yet here (issue 7 goes on): scenarios and commands, hard parking,
-//! timerfd timers (waits are rounded to the millisecond), exits, the
-//! control socket, reports.
+//! Not yet here (issue 7 goes on): hard parking, timerfd timers (waits
+//! are rounded to the millisecond), the control socket.
 
 use crate::events::{monotonic_ns, SchedEvent, SchedEvents};
 use crate::guardian::{Guardian, Line, Original, Watch};
@@ -31,6 +32,11 @@ use std::time::Duration;
 pub const AGENT_PRIORITY: u32 = 50;
 /// The priority of a managed thread the hierarchy put on a CPU.
 pub const RUN_PRIORITY: u32 = 40;
+/// How long the guardian waits for a sign of life before it takes the
+/// agent for hung, kills it and restores every thread.
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(1);
+/// How often the agent gives one (its loop turns at least every 10 ms).
+const HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
 
 /// A thread to manage: its kernel id, a name, its attachment parameters.
 #[derive(Clone, Debug)]
@@ -102,6 +108,7 @@ pub struct Agent {
     by_tid: HashMap<i32, ThreadId>,
     start_ns: u64,
     now: Instant,
+    last_beat: std::time::Instant,
 }
 
 impl Agent {
@@ -109,14 +116,20 @@ impl Agent {
     /// its guardian (`guardian` runs the guardian program: its first word
     /// the executable, the rest leading arguments), locks its memory and
     /// raises itself to [`AGENT_PRIORITY`].
-    pub fn new(cpus: &[usize], guardian: &[&std::ffi::OsStr]) -> Result<Agent, String> {
+    /// `watchdog`: the dispatcher's starvation watchdog bound (a policy
+    /// that starves a thread that long is ejected), as in the scenario.
+    pub fn new(
+        cpus: &[usize],
+        guardian: &[&std::ffi::OsStr],
+        watchdog: Option<hsched_core::Duration>,
+    ) -> Result<Agent, String> {
         let (exe, lead) = guardian.split_first().ok_or("no guardian program given")?;
         let guardian = Guardian::spawn_with(
             Path::new(exe),
             lead,
             &Watch {
                 agent: Some(std::process::id() as i32),
-                heartbeat: None,
+                heartbeat: Some(HEARTBEAT_TIMEOUT),
             },
         )
         .map_err(|e| format!("starting the guardian: {e}"))?;
@@ -137,7 +150,7 @@ impl Agent {
             disp: Dispatcher::new(Config {
                 cpus: cpus.len() as u32,
                 tick: None,
-                watchdog: None,
+                watchdog,
                 check_invariants: false,
             }),
             platform: LivePlatform {
@@ -153,6 +166,7 @@ impl Agent {
             by_tid: HashMap::new(),
             start_ns: monotonic_ns(),
             now: Instant::ZERO,
+            last_beat: std::time::Instant::now(),
         })
     }
 
@@ -299,6 +313,12 @@ impl Agent {
             }
             self.now = self.clock(monotonic_ns());
             self.disp.advance(&mut self.platform, self.now);
+            if self.last_beat.elapsed() >= HEARTBEAT_EVERY {
+                self.last_beat = std::time::Instant::now();
+                self.guardian
+                    .send(&Line::Beat)
+                    .map_err(|e| format!("the guardian is gone: {e}"))?;
+            }
         }
     }
 

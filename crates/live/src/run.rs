@@ -72,7 +72,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
     let cpus = pick_cpus(scn.machine.cpus)?;
     let guardian: Vec<&OsStr> = opts.guardian.iter().map(|s| s.as_os_str()).collect();
-    let mut agent = Agent::new(&cpus, &guardian)?;
+    let mut agent = Agent::new(&cpus, &guardian, scn.machine.watchdog)?;
     {
         let (disp, platform) = agent.dispatcher();
         hsched_dispatch::build_hierarchy(disp, platform, scn)?;

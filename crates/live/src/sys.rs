@@ -197,3 +197,12 @@ pub fn lock_memory() -> io::Result<()> {
     // SAFETY: mlockall has no memory arguments.
     check(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) }.into())
 }
+
+/// Whether the calling thread may take a real-time policy (root, or
+/// CAP_SYS_NICE with an RT limit): it tries `SCHED_FIFO` 1 and puts its
+/// policy back. The error says why not.
+pub fn realtime_allowed() -> io::Result<()> {
+    let before = get_attr(0)?;
+    set_attr(0, &SchedAttr::fifo(1))?;
+    set_attr(0, &before)
+}

@@ -6,7 +6,7 @@
 use hsched_core::{Params, Value};
 use hsched_live::agent::Agent;
 use hsched_live::run::process_cpu_time;
-use hsched_live::sys::{self, SchedAttr, SCHED_OTHER};
+use hsched_live::sys::{self, SCHED_OTHER};
 use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -23,11 +23,8 @@ fn cpu_time(pid: i32) -> Duration {
 }
 
 fn privileged() -> bool {
-    match sys::set_attr(0, &SchedAttr::fifo(1)) {
-        Ok(()) => {
-            sys::set_attr(0, &SchedAttr::fair(SCHED_OTHER, 0)).unwrap();
-            true
-        }
+    match sys::realtime_allowed() {
+        Ok(()) => true,
         Err(e) => {
             eprintln!("skipped: cannot set SCHED_FIFO here ({e}); run as root");
             false
@@ -48,7 +45,7 @@ fn shares(policy: &str, params: Params, attach: [Params; 2]) -> Option<[f64; 2]>
     let mut procs = [busy(), busy()];
     let pids = [procs[0].id() as i32, procs[1].id() as i32];
     let exe = Path::new(env!("CARGO_BIN_EXE_hsched-guardian"));
-    let mut agent = Agent::new(&[cpu], &[exe.as_os_str()]).unwrap();
+    let mut agent = Agent::new(&[cpu], &[exe.as_os_str()], None).unwrap();
     {
         let (disp, _) = agent.dispatcher();
         let root = disp.create_root("root", policy, &params).unwrap();
