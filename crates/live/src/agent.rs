@@ -15,8 +15,10 @@
 //! gives the guardian a heartbeat: silent for [`HEARTBEAT_TIMEOUT`], it is
 //! killed and every thread restored.
 //!
-//! Not yet here (issue 7 goes on): hard parking, timerfd timers (waits
-//! are rounded to the millisecond), the control socket.
+//! The agent waits for the kernel's events and for its next deadline
+//! together (a CLOCK_MONOTONIC timerfd, timer slack 1 ns).
+//!
+//! Not yet here (issue 7 goes on): hard parking, the control socket.
 
 use crate::events::{monotonic_ns, SchedEvent, SchedEvents};
 use crate::guardian::{Guardian, Line, Original, Watch};
@@ -35,7 +37,8 @@ pub const RUN_PRIORITY: u32 = 40;
 /// How long the guardian waits for a sign of life before it takes the
 /// agent for hung, kills it and restores every thread.
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(1);
-/// How often the agent gives one (its loop turns at least every 10 ms).
+/// How often the agent gives one (and the longest it waits between two
+/// turns of its loop).
 const HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
 
 /// A thread to manage: its kernel id, a name, its attachment parameters.
@@ -102,6 +105,8 @@ pub struct Agent {
     disp: Dispatcher,
     platform: LivePlatform,
     events: SchedEvents,
+    /// Wakes the agent at the dispatcher's next deadline.
+    timer: sys::Timer,
     guardian: Guardian,
     /// What each thread was before the agent took it.
     originals: Vec<Original>,
@@ -109,6 +114,8 @@ pub struct Agent {
     start_ns: u64,
     now: Instant,
     last_beat: std::time::Instant,
+    /// How late each deadline of the dispatcher was acted on, ns.
+    lateness: Vec<u64>,
 }
 
 impl Agent {
@@ -146,6 +153,9 @@ impl Agent {
         // Opened before any thread is managed (it takes milliseconds), so
         // that the clock starts after it.
         let events = SchedEvents::open(&[]).map_err(|e| format!("kernel events: {e}"))?;
+        // Deadlines to the nanosecond: no timer slack.
+        sys::set_timer_slack(1).map_err(|e| format!("setting the timer slack: {e}"))?;
+        let timer = sys::Timer::new().map_err(|e| format!("a timerfd: {e}"))?;
         Ok(Agent {
             disp: Dispatcher::new(Config {
                 cpus: cpus.len() as u32,
@@ -161,12 +171,14 @@ impl Agent {
                 changes: 0,
             },
             events,
+            timer,
             guardian,
             originals: Vec::new(),
             by_tid: HashMap::new(),
             start_ns: monotonic_ns(),
             now: Instant::ZERO,
             last_beat: std::time::Instant::now(),
+            lateness: Vec::new(),
         })
     }
 
@@ -280,14 +292,14 @@ impl Agent {
                 return Ok(());
             }
             let until = self.disp.next_deadline().unwrap_or(end).min(end);
-            // Waits are in milliseconds for now; a deadline closer than
-            // one is waited for at least one.
-            let wait = Duration::from_nanos(until.0.saturating_sub(now.0))
-                .clamp(Duration::from_millis(1), Duration::from_millis(10));
-            seen.clear();
-            self.events
-                .wait(wait)
+            self.timer
+                .arm_at(self.start_ns + until.0)
+                .map_err(|e| format!("arming the timer: {e}"))?;
+            let fds = [self.events.fd().unwrap_or(self.timer.fd()), self.timer.fd()];
+            sys::poll_readable(&fds, HEARTBEAT_EVERY)
                 .map_err(|e| format!("waiting for kernel events: {e}"))?;
+            self.timer.clear();
+            seen.clear();
             self.events
                 .drain(&mut seen)
                 .map_err(|e| format!("reading kernel events: {e}"))?;
@@ -312,6 +324,9 @@ impl Agent {
                 }
             }
             self.now = self.clock(monotonic_ns());
+            if until < end && self.now >= until {
+                self.lateness.push(self.now.0 - until.0);
+            }
             self.disp.advance(&mut self.platform, self.now);
             if self.last_beat.elapsed() >= HEARTBEAT_EVERY {
                 self.last_beat = std::time::Instant::now();
@@ -320,6 +335,12 @@ impl Agent {
                     .map_err(|e| format!("the guardian is gone: {e}"))?;
             }
         }
+    }
+
+    /// How late the dispatcher's deadlines (decision horizons, policy
+    /// timers) were acted on so far, in ns, in order.
+    pub fn lateness(&self) -> &[u64] {
+        &self.lateness
     }
 
     /// Decisions made so far.

@@ -244,26 +244,16 @@ impl SchedEvents {
 
     /// Waits until an event is ready or `timeout` passes; whether one is.
     pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        let Some(pipe) = &self.pipe else {
-            return Ok(false);
-        };
-        let mut fd = libc::pollfd {
-            fd: pipe.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
-        // SAFETY: one valid pollfd.
-        let n = unsafe { libc::poll(&mut fd, 1, ms) };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            return if e.kind() == io::ErrorKind::Interrupted {
-                Ok(false)
-            } else {
-                Err(e)
-            };
+        match self.fd() {
+            Some(fd) => Ok(crate::sys::poll_readable(&[fd], timeout)?[0]),
+            None => Ok(false),
         }
-        Ok(n > 0)
+    }
+
+    /// The descriptor that becomes readable when events are ready, to
+    /// wait on together with others.
+    pub fn fd(&self) -> Option<std::os::fd::RawFd> {
+        self.pipe.as_ref().map(|p| p.as_raw_fd())
     }
 
     /// Appends every event available now to `out`, in time order.

@@ -7,6 +7,7 @@
 //! nothing here panics on what the kernel answers.
 
 use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 /// `SCHED_OTHER` (`SCHED_NORMAL`), the default time-sharing class.
 pub const SCHED_OTHER: u32 = 0;
@@ -205,4 +206,92 @@ pub fn realtime_allowed() -> io::Result<()> {
     let before = get_attr(0)?;
     set_attr(0, &SchedAttr::fifo(1))?;
     set_attr(0, &before)
+}
+
+/// A CLOCK_MONOTONIC timer file descriptor armed at absolute instants:
+/// readable (for `poll`) once the instant has passed.
+pub struct Timer(OwnedFd);
+
+impl Timer {
+    pub fn new() -> io::Result<Timer> {
+        // SAFETY: timerfd_create has no memory arguments.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a fresh descriptor this Timer now owns.
+        Ok(Timer(unsafe { OwnedFd::from_raw_fd(fd) }))
+    }
+
+    /// Fires at CLOCK_MONOTONIC `ns` (at once if that has passed).
+    pub fn arm_at(&self, ns: u64) -> io::Result<()> {
+        // Zero would disarm it: the earliest instant is 1ns.
+        let ns = ns.max(1);
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: (ns / 1_000_000_000) as libc::time_t,
+                tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+            },
+        };
+        // SAFETY: `spec` is a valid itimerspec; the old value is not asked.
+        let ret = unsafe {
+            libc::timerfd_settime(
+                self.0.as_raw_fd(),
+                libc::TFD_TIMER_ABSTIME,
+                &spec,
+                std::ptr::null_mut(),
+            )
+        };
+        check(ret.into())
+    }
+
+    /// Takes the expiry count, so that the descriptor is not readable again
+    /// until the next expiry.
+    pub fn clear(&self) {
+        let mut n = 0u64;
+        // SAFETY: reads 8 bytes into `n`; EAGAIN (not expired) is fine.
+        unsafe { libc::read(self.0.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.0.as_raw_fd()
+    }
+}
+
+/// Sets the calling thread's timer slack (the kernel may delay its timers
+/// by this much to batch wakeups; the default is 50us).
+pub fn set_timer_slack(ns: u64) -> io::Result<()> {
+    // SAFETY: prctl with integer arguments.
+    check(unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, ns as libc::c_ulong, 0, 0, 0) }.into())
+}
+
+/// Waits until one of `fds` is readable or `timeout` passes; which are.
+pub fn poll_readable(fds: &[RawFd], timeout: std::time::Duration) -> io::Result<Vec<bool>> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    // SAFETY: `pfds` is a valid array of its length.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(pfds.iter().map(|p| p.revents & libc::POLLIN != 0).collect())
 }

@@ -65,6 +65,17 @@ fn shares(policy: &str, params: Params, attach: [Params; 2]) -> Option<[f64; 2]>
     agent.run_until(end, |_| false).unwrap();
     let wall = start.elapsed().as_secs_f64();
     let after = pids.map(cpu_time);
+    let mut late = agent.lateness().to_vec();
+    late.sort_unstable();
+    if let Some(max) = late.last() {
+        eprintln!(
+            "{policy}: {} deadlines acted on late by p50 {} us, p99 {} us, max {} us",
+            late.len(),
+            late[late.len() / 2] / 1000,
+            late[(late.len() - 1) * 99 / 100] / 1000,
+            max / 1000
+        );
+    }
     let (changes, errors) = agent.changes();
     assert!(errors.is_empty(), "{errors:?}");
     eprintln!("{policy}: {changes} priority changes");
