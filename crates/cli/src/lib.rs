@@ -101,6 +101,17 @@ struct LiveArgs {
     /// path, write them there.
     #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
     json: Option<PathBuf>,
+    /// How a thread off its CPU is held back: `soft` lowers it to
+    /// SCHED_IDLE (Linux may still give it spare time), `hard` stops its
+    /// process (it gets none).
+    #[arg(long, value_enum, default_value_t = Parking::Soft)]
+    park: Parking,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum Parking {
+    Soft,
+    Hard,
 }
 
 #[derive(clap::Args, Debug)]
@@ -292,6 +303,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     let opts = hsched_live::run::LiveOptions {
         guardian: vec![exe.into_os_string(), "__guardian".into()],
         horizon: args.horizon,
+        hard_parking: args.park == Parking::Hard,
     };
     let result = hsched_live::run::run(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;

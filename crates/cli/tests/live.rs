@@ -1,7 +1,7 @@
 //! `hsched live` as a user runs it (root): the bundled live scenario's
 //! shares, a scenario live cannot run refused with exit 2, and the agent
-//! SIGKILLed mid-run: every managed process is back at its original policy
-//! and running within one second.
+//! SIGKILLed mid-run with one process raised and one stopped: every managed
+//! process is back at its original policy and running within one second.
 
 mod common;
 
@@ -113,8 +113,10 @@ program = [ { run = "100s" } ]
 "#,
     )
     .unwrap();
+    // Hard parking: the low-priority process is stopped while the agent
+    // lives; after the kill it must run again.
     let mut agent = Command::new(env!("CARGO_BIN_EXE_hsched"))
-        .arg("live")
+        .args(["live", "--park", "hard"])
         .arg(&file)
         .stdout(Stdio::null())
         .spawn()
@@ -131,7 +133,10 @@ program = [ { run = "100s" } ]
         let raised = mine
             .iter()
             .any(|&p| sys::get_attr(p).is_ok_and(|a| a.is_realtime()));
-        if mine.len() == 2 && raised {
+        let stopped = mine
+            .iter()
+            .any(|&p| sys::thread_state(p, p).is_ok_and(|s| s == 'T'));
+        if mine.len() == 2 && raised && stopped {
             break mine;
         }
         assert!(

@@ -60,21 +60,62 @@ struct LivePlatform {
     errors: Vec<String>,
     /// Priority changes made.
     changes: u64,
+    /// Hard parking: a parked thread's process is stopped (SIGSTOP), so it
+    /// gets no CPU at all, not even what Linux has spare.
+    hard: bool,
+    /// Announces stops to the guardian (before each stop, so a stopped
+    /// process is always continued if the agent dies).
+    to_guardian: Option<std::fs::File>,
+    /// Processes stopped now.
+    stopped: std::collections::HashSet<i32>,
 }
 
 impl LivePlatform {
     fn park(&mut self, t: ThreadId) {
         let tid = self.tids[t.index()];
-        let r = sys::set_attr(tid, &SchedAttr::fair(SCHED_IDLE, 0))
+        let mut r = sys::set_attr(tid, &SchedAttr::fair(SCHED_IDLE, 0))
             .and_then(|()| sys::set_affinity(tid, &self.cpus));
+        if self.hard && r.is_ok() {
+            r = self.stop_process(tid);
+        }
         self.note(tid, r);
     }
 
     fn run(&mut self, t: ThreadId, cpu: usize) {
         let tid = self.tids[t.index()];
-        let r = sys::set_affinity(tid, &[self.cpus[cpu]])
+        let mut r = sys::set_affinity(tid, &[self.cpus[cpu]])
             .and_then(|()| sys::set_attr(tid, &SchedAttr::fifo(RUN_PRIORITY)));
+        if r.is_ok() {
+            r = self.continue_process(tid);
+        }
         self.note(tid, r);
+    }
+
+    fn stop_process(&mut self, tid: i32) -> io::Result<()> {
+        let pid = sys::tgid_of(tid)?;
+        if !self.stopped.insert(pid) {
+            return Ok(());
+        }
+        if let Some(g) = &mut self.to_guardian {
+            use std::io::Write;
+            writeln!(g, "{}", Line::Stopped(pid))?;
+        }
+        sys::signal(pid, libc::SIGSTOP)
+    }
+
+    fn continue_process(&mut self, tid: i32) -> io::Result<()> {
+        let Ok(pid) = sys::tgid_of(tid) else {
+            return Ok(()); // gone: nothing to continue
+        };
+        if !self.stopped.remove(&pid) {
+            return Ok(());
+        }
+        sys::signal(pid, libc::SIGCONT)?;
+        if let Some(g) = &mut self.to_guardian {
+            use std::io::Write;
+            writeln!(g, "{}", Line::Resumed(pid))?;
+        }
+        Ok(())
     }
 
     fn note(&mut self, tid: i32, r: io::Result<()>) {
@@ -169,6 +210,9 @@ impl Agent {
                 on_cpu: vec![None; cpus.len()],
                 errors: Vec::new(),
                 changes: 0,
+                hard: false,
+                to_guardian: None,
+                stopped: Default::default(),
             },
             events,
             timer,
@@ -212,14 +256,16 @@ impl Agent {
         admitted.map_err(|e| format!("thread `{name}`: {e}"))?;
         self.platform.tids.push(tid);
         self.by_tid.insert(tid, t);
+        // Read before parking: a hard-parked process shows as stopped.
+        let pid = sys::tgid_of(tid).unwrap_or(tid);
+        let running = matches!(sys::thread_state(pid, tid), Ok('R'));
         self.platform.park(t);
         let tids: Vec<i32> = self.platform.tids.clone();
         self.events
             .watch(&tids)
             .map_err(|e| format!("kernel events: {e}"))?;
         // Running or ready now: runnable; otherwise its next wakeup says so.
-        let pid = sys::tgid_of(tid).unwrap_or(tid);
-        if matches!(sys::thread_state(pid, tid), Ok('R')) {
+        if running {
             let now = self.clock(monotonic_ns());
             self.now = now;
             self.disp.thread_ready(&mut self.platform, now, t);
@@ -260,6 +306,20 @@ impl Agent {
             self.disp.thread_exit(&mut self.platform, self.now, t);
             let _ = self.guardian.send(&Line::Release(tid));
         }
+    }
+
+    /// Parks hard from now on: a thread off its CPU has its process stopped
+    /// (SIGSTOP) instead of lowered to `SCHED_IDLE`, so that it gets no CPU
+    /// at all. For single-threaded processes: stopping one stops all its
+    /// threads.
+    pub fn park_hard(&mut self) -> Result<(), String> {
+        self.platform.to_guardian = Some(
+            self.guardian
+                .writer()
+                .map_err(|e| format!("a handle on the guardian's pipe: {e}"))?,
+        );
+        self.platform.hard = true;
+        Ok(())
     }
 
     /// Starts the agent's clock (time zero) now: after setting up, before
@@ -380,6 +440,14 @@ impl Agent {
     /// the agent. What could not be given back (an error) the guardian
     /// restores when its pipe closes.
     pub fn stop(mut self) -> io::Result<()> {
+        // Continue every stopped process, then close the second pipe handle
+        // (the guardian waits for all of them).
+        let stopped: Vec<i32> = self.platform.stopped.drain().collect();
+        for pid in stopped {
+            let _ = sys::signal(pid, libc::SIGCONT);
+            self.guardian.send(&Line::Resumed(pid))?;
+        }
+        self.platform.to_guardian = None;
         for o in &self.originals {
             let back =
                 sys::set_attr(o.tid, &o.attr()).and_then(|()| sys::set_affinity(o.tid, &o.cpus));

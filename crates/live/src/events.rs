@@ -82,7 +82,7 @@ fn remove_stale(instances: &Path) {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SchedEvent {
     /// CPU `cpu` switched from `prev` to `next`; `prev_blocked` when `prev`
-    /// left in a sleeping state (it blocked) rather than preempted.
+    /// left in a sleeping state (it blocked), not preempted or stopped.
     Switch {
         time_ns: u64,
         cpu: u32,
@@ -157,7 +157,9 @@ pub fn parse(line: &str) -> Option<Line> {
                 time_ns,
                 cpu,
                 prev: pid("prev_pid")?,
-                prev_blocked: !state.starts_with('R'),
+                // Running (preempted), or stopped or traced (the agent's
+                // hard parking stops processes): not blocked.
+                prev_blocked: !state.starts_with(['R', 'T', 't']),
                 next: pid("next_pid")?,
             }
         }

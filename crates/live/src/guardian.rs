@@ -440,6 +440,14 @@ impl Guardian {
         writeln!(self.to, "{line}")
     }
 
+    /// A second handle on the pipe, for a part of the agent that announces
+    /// changes itself. Drop it before [`Guardian::finish`]: the guardian
+    /// waits for every handle to close.
+    pub fn writer(&self) -> io::Result<std::fs::File> {
+        use std::os::fd::AsFd;
+        Ok(std::fs::File::from(self.to.as_fd().try_clone_to_owned()?))
+    }
+
     pub fn process_id(&self) -> u32 {
         self.child.id()
     }

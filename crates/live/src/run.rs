@@ -20,6 +20,9 @@ pub struct LiveOptions {
     pub guardian: Vec<std::ffi::OsString>,
     /// Override the scenario's horizon.
     pub horizon: Option<Duration>,
+    /// Park threads off their CPU by stopping their process (SIGSTOP)
+    /// rather than lowering them to `SCHED_IDLE`.
+    pub hard_parking: bool,
 }
 
 /// A started command.
@@ -73,6 +76,9 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     let cpus = pick_cpus(scn.machine.cpus)?;
     let guardian: Vec<&OsStr> = opts.guardian.iter().map(|s| s.as_os_str()).collect();
     let mut agent = Agent::new(&cpus, &guardian, scn.machine.watchdog)?;
+    if opts.hard_parking {
+        agent.park_hard()?;
+    }
     {
         let (disp, platform) = agent.dispatcher();
         hsched_dispatch::build_hierarchy(disp, platform, scn)?;

@@ -35,6 +35,15 @@ fn privileged() -> bool {
 /// Runs two busy processes under `policy` on the last CPU for 2s; each
 /// one's share of that CPU.
 fn shares(policy: &str, params: Params, attach: [Params; 2]) -> Option<[f64; 2]> {
+    shares_parked(policy, params, attach, false)
+}
+
+fn shares_parked(
+    policy: &str,
+    params: Params,
+    attach: [Params; 2],
+    hard: bool,
+) -> Option<[f64; 2]> {
     // One agent at a time: two would fight over the same CPU.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -46,6 +55,9 @@ fn shares(policy: &str, params: Params, attach: [Params; 2]) -> Option<[f64; 2]>
     let pids = [procs[0].id() as i32, procs[1].id() as i32];
     let exe = Path::new(env!("CARGO_BIN_EXE_hsched-guardian"));
     let mut agent = Agent::new(&[cpu], &[exe.as_os_str()], None).unwrap();
+    if hard {
+        agent.park_hard().unwrap();
+    }
     {
         let (disp, _) = agent.dispatcher();
         let root = disp.create_root("root", policy, &params).unwrap();
@@ -83,6 +95,7 @@ fn shares(policy: &str, params: Params, attach: [Params; 2]) -> Option<[f64; 2]>
     // Given back: the guardian restored the original policy.
     for &pid in &pids {
         assert_eq!(sys::get_attr(pid).unwrap().policy, SCHED_OTHER);
+        assert_ne!(sys::thread_state(pid, pid).unwrap(), 'T', "left stopped");
     }
     for p in &mut procs {
         p.kill().unwrap();
@@ -122,4 +135,15 @@ fn round_robin_shares_the_cpu_evenly() {
     // Each 50%, within 10 points (RT throttling's 5%, the agent's own
     // time, millisecond waits at quantum ends).
     assert!((a - 0.5).abs() <= 0.1 && (b - 0.5).abs() <= 0.1, "{a} {b}");
+}
+
+#[test]
+fn hard_parking_leaves_the_lower_priority_process_nothing() {
+    let Some([high, low]) = shares_parked("fp", Params::new(), [prio(2), prio(1)], true) else {
+        return;
+    };
+    // Stopped, the low one cannot take the 5% that real-time throttling
+    // keeps back (soft parking gives it that); /proc counts in 10ms ticks.
+    assert!(high >= 0.85, "high got {high}");
+    assert!(low <= 0.01, "low got {low}");
 }
