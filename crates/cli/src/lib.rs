@@ -106,6 +106,23 @@ struct LiveArgs {
     /// process (it gets none).
     #[arg(long, value_enum, default_value_t = Parking::Soft)]
     park: Parking,
+    /// Thread NAME of the scenario is the existing process PID: taken over
+    /// instead of started, given back as it was at the end; repeatable.
+    #[arg(long, value_name = "NAME=PID", value_parser = parse_attach)]
+    attach: Vec<(String, i32)>,
+}
+
+fn parse_attach(text: &str) -> Result<(String, i32), String> {
+    let (name, pid) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}`: expected NAME=PID, e.g. video=4242"))?;
+    let pid: i32 = pid
+        .trim()
+        .parse()
+        .ok()
+        .filter(|&p| p > 0)
+        .ok_or_else(|| format!("`{text}`: `{pid}` is not a process id"))?;
+    Ok((name.trim().to_string(), pid))
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -304,6 +321,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         guardian: vec![exe.into_os_string(), "__guardian".into()],
         horizon: args.horizon,
         hard_parking: args.park == Parking::Hard,
+        attach: args.attach.clone(),
     };
     let result = hsched_live::run::run(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;

@@ -164,3 +164,62 @@ program = [ { run = "100s" } ]
     eprintln!("all managed processes back {took:?} after the agent's SIGKILL");
     assert!(all_back, "not all back within 1s");
 }
+
+#[test]
+fn an_attached_process_is_scheduled_then_given_back_running() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !privileged() {
+        return;
+    }
+    let mut existing = Command::new("sh")
+        .args(["-c", "while :; do :; done"])
+        .spawn()
+        .unwrap();
+    let pid = existing.id() as i32;
+    let file = repo().join("scenarios/live/two-hogs-rr.toml");
+    let attach = format!("hog.1={pid}");
+    let out = hsched(&[
+        "live",
+        file.to_str().unwrap(),
+        "--horizon",
+        "1s",
+        "--attach",
+        &attach,
+        "--json",
+    ]);
+    let alive = sys::thread_state(pid, pid);
+    let policy = sys::get_attr(pid).map(|a| a.policy);
+    let _ = existing.kill();
+    let _ = existing.wait();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let live: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let share = live["threads"][1]["share"].as_f64().unwrap();
+    // It shared the CPU with the started hog, as rr gives it.
+    assert!((share - 0.5).abs() <= 0.05, "attached hog got {share}");
+    // Not ended at the horizon, and back at its own policy, running.
+    assert!(
+        alive.as_ref().is_ok_and(|&s| s != 'T' && s != 'Z'),
+        "{alive:?}"
+    );
+    assert_eq!(policy.unwrap(), SCHED_OTHER);
+}
+
+#[test]
+fn bad_attachments_are_refused_with_exit_2() {
+    let file = repo().join("scenarios/live/two-hogs-rr.toml");
+    let file = file.to_str().unwrap();
+    for (arg, want) in [
+        ("nobody=1", "no thread `nobody`"),
+        ("hog.0=2147483000", "no process 2147483000"),
+        ("hog.0", "expected NAME=PID"),
+        ("hog.0=x", "is not a process id"),
+    ] {
+        let out = hsched(&["live", file, "--attach", arg]);
+        assert_eq!(out.status.code(), Some(2), "{arg}");
+        assert!(
+            text(&out.stderr).contains(want),
+            "{arg}: {}",
+            text(&out.stderr)
+        );
+    }
+}

@@ -3,9 +3,11 @@
 //! arrival, stopped at the horizon, with a [`RunResult`] like the
 //! simulator's (CPU time from the kernel's own accounting).
 //!
-//! For now a thread must have a `command` (hsched's instrumented worker
-//! that executes workload programs is still to come), only its main thread
-//! is managed, and the script is not played.
+//! A thread may instead be an existing process (`attach`): taken over at
+//! its arrival, given back as it was at the end, not ended. For now a
+//! thread must have one or the other (hsched's instrumented worker that
+//! executes workload programs is still to come), only a process's main
+//! thread is managed, and the script is not played.
 
 use crate::agent::Agent;
 use hsched_core::{Duration, Instant, ThreadId};
@@ -23,11 +25,16 @@ pub struct LiveOptions {
     /// Park threads off their CPU by stopping their process (SIGSTOP)
     /// rather than lowering them to `SCHED_IDLE`.
     pub hard_parking: bool,
+    /// Threads that are existing processes (thread name, pid): taken over
+    /// at their arrival instead of started, and left running at the end.
+    pub attach: Vec<(String, i32)>,
 }
 
-/// A started command.
+/// A managed process: a command started for a thread, or one attached.
 struct Started {
-    child: Child,
+    /// `None` for an attached process (not ours to wait for or end).
+    child: Option<Child>,
+    pid: i32,
     id: ThreadId,
     index: usize,
     /// CPU time when it was taken over.
@@ -66,10 +73,27 @@ fn pick_cpus(n: u32) -> Result<Vec<usize>, String> {
 
 /// Runs `scn` on real threads. Needs root.
 pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
-    if let Some(t) = scn.threads.iter().find(|t| t.program.command.is_none()) {
+    for (name, pid) in &opts.attach {
+        if !scn.threads.iter().any(|t| &t.name == name) {
+            let names: Vec<&str> = scn.threads.iter().map(|t| t.name.as_str()).collect();
+            return Err(format!(
+                "--attach {name}={pid}: no thread `{name}` (the scenario has {})",
+                names.join(", ")
+            ));
+        }
+        if *pid <= 0 || !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(format!("--attach {name}={pid}: no process {pid}"));
+        }
+    }
+    let attached = |name: &str| opts.attach.iter().find(|(n, _)| n == name).map(|&(_, p)| p);
+    if let Some(t) = scn
+        .threads
+        .iter()
+        .find(|t| t.program.command.is_none() && attached(&t.name).is_none())
+    {
         return Err(format!(
-            "thread `{}` has no `command`: `hsched live` runs real commands (command = [\"...\"]); workload programs run in `hsched sim` only, for now",
-            t.name
+            "thread `{}` has no `command`: `hsched live` runs real commands (command = [\"...\"]) or attaches existing processes (--attach {}=PID); workload programs run in `hsched sim` only, for now",
+            t.name, t.name
         ));
     }
     let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
@@ -96,15 +120,24 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                 let i = order[next];
                 next += 1;
                 let spec = &scn.threads[i];
-                let argv = spec.program.command.as_ref().expect("checked above");
-                let child = agent
-                    .spawn(Command::new(&argv[0]).args(&argv[1..]).stdin(Stdio::null()))
-                    .map_err(|e| format!("thread `{}`: starting `{}`: {e}", spec.name, argv[0]))?;
-                let pid = child.id() as i32;
+                let (child, pid) = match attached(&spec.name) {
+                    Some(pid) => (None, pid),
+                    None => {
+                        let argv = spec.program.command.as_ref().expect("checked above");
+                        let child = agent
+                            .spawn(Command::new(&argv[0]).args(&argv[1..]).stdin(Stdio::null()))
+                            .map_err(|e| {
+                                format!("thread `{}`: starting `{}`: {e}", spec.name, argv[0])
+                            })?;
+                        let pid = child.id() as i32;
+                        (Some(child), pid)
+                    }
+                };
                 let id = agent.manage(pid, &spec.name, &spec.parent, &spec.params)?;
                 let cpu = process_cpu_time(pid).unwrap_or_default();
                 started.push(Started {
                     child,
+                    pid,
                     id,
                     index: i,
                     cpu_at_start: cpu,
@@ -115,17 +148,26 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             let until = order
                 .get(next)
                 .map_or(horizon, |&i| scn.threads[i].arrival.min(horizon));
+            let mut last_look = std::time::Instant::now();
             agent.run_until(until, |agent| {
-                // Exits: reap them and tell the dispatcher.
+                // Exits, looked for every 10ms (reading /proc costs the
+                // agent CPU): reap them and tell the dispatcher.
+                if last_look.elapsed() < std::time::Duration::from_millis(10) {
+                    return false;
+                }
+                last_look = std::time::Instant::now();
                 let mut any = false;
                 for s in started.iter_mut().filter(|s| s.exit.is_none()) {
-                    let pid = s.child.id() as i32;
-                    if let Some(c) = process_cpu_time(pid) {
+                    if let Some(c) = process_cpu_time(s.pid) {
                         s.last_cpu = c;
                     }
-                    if let Ok(Some(_)) = s.child.try_wait() {
+                    let gone = match &mut s.child {
+                        Some(child) => matches!(child.try_wait(), Ok(Some(_))),
+                        None => !std::path::Path::new(&format!("/proc/{}", s.pid)).exists(),
+                    };
+                    if gone {
                         s.exit = Some(agent.now());
-                        agent.exited(pid);
+                        agent.exited(s.pid);
                         any = true;
                     }
                 }
@@ -139,7 +181,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     }
     for s in &mut started {
         if s.exit.is_none() {
-            if let Some(c) = process_cpu_time(s.child.id() as i32) {
+            if let Some(c) = process_cpu_time(s.pid) {
                 s.last_cpu = c;
             }
         }
@@ -160,12 +202,15 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     let stopped = agent
         .stop()
         .map_err(|e| format!("giving the threads back: {e}"));
-    // The horizon ends the commands, as it ends a simulated run.
+    // The horizon ends the commands, as it ends a simulated run; attached
+    // processes go on, given back as they were.
     for s in &mut started {
-        if s.exit.is_none() {
-            let _ = s.child.kill();
+        if let Some(child) = &mut s.child {
+            if s.exit.is_none() {
+                let _ = child.kill();
+            }
+            let _ = child.wait();
         }
-        let _ = s.child.wait();
     }
     if let Some(e) = failure {
         return Err(e);
