@@ -1,13 +1,14 @@
-//! The agent: the dispatcher driving real threads. A first, minimal form of
-//! `hsched live`'s core, for one hierarchy built in code: it runs the same
-//! policy code as `hsched sim`, fed with the kernel's block and wakeup
-//! events ([`crate::events`]) and the real clock, and applies each
+//! The agent: the dispatcher driving real threads. It runs the same
+//! policy code as `hsched sim` (the hierarchy built in it by the caller:
+//! [`crate::run`] builds a scenario's), fed with the kernel's block and
+//! wakeup events ([`crate::events`]) and the real clock, and applies each
 //! decision to the managed threads:
 //!
 //! - on a CPU: `SCHED_FIFO` at [`RUN_PRIORITY`], pinned to that CPU;
-//! - parked (soft, as Vassal delegates to the native scheduler):
+//! - parked soft (as Vassal delegates to the native scheduler):
 //!   `SCHED_IDLE`, pinned to the managed CPUs, so Linux may run it only on
-//!   time nobody else wants there.
+//!   time nobody else wants there;
+//! - parked hard ([`Agent::park_hard`]): also its process stopped.
 //!
 //! The agent itself runs at [`AGENT_PRIORITY`], above every managed
 //! thread, with its memory locked; before it touches a thread it tells the
@@ -18,7 +19,8 @@
 //! The agent waits for the kernel's events and for its next deadline
 //! together (a CLOCK_MONOTONIC timerfd, timer slack 1 ns).
 //!
-//! Not yet here (issue 7 goes on): hard parking, the control socket.
+//! Not yet here (issue 7 goes on): the control socket, messages to
+//! schedulers, the script.
 
 use crate::events::{monotonic_ns, SchedEvent, SchedEvents};
 use crate::guardian::{Guardian, Line, Original, Watch};
@@ -226,7 +228,7 @@ impl Agent {
         })
     }
 
-    /// The dispatcher, to build the hierarchy in (with [`Agent::platform`]).
+    /// The dispatcher and the platform it drives, to build the hierarchy in.
     pub fn dispatcher(&mut self) -> (&mut Dispatcher, &mut dyn Platform) {
         (&mut self.disp, &mut self.platform)
     }
