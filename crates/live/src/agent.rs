@@ -57,6 +57,9 @@ struct LivePlatform {
     cpus: Vec<usize>,
     /// Kernel thread id by dispatcher thread id.
     tids: Vec<i32>,
+    /// The process of each, by dispatcher thread id (read once: the hot
+    /// path does not read /proc).
+    pids: Vec<i32>,
     on_cpu: Vec<Option<ThreadId>>,
     /// Calls that failed (a thread gone, say), for the caller to report.
     errors: Vec<String>,
@@ -78,7 +81,7 @@ impl LivePlatform {
         let mut r = sys::set_attr(tid, &SchedAttr::fair(SCHED_IDLE, 0))
             .and_then(|()| sys::set_affinity(tid, &self.cpus));
         if self.hard && r.is_ok() {
-            r = self.stop_process(tid);
+            r = self.stop_process(self.pids[t.index()]);
         }
         self.note(tid, r);
     }
@@ -88,13 +91,12 @@ impl LivePlatform {
         let mut r = sys::set_affinity(tid, &[self.cpus[cpu]])
             .and_then(|()| sys::set_attr(tid, &SchedAttr::fifo(RUN_PRIORITY)));
         if r.is_ok() {
-            r = self.continue_process(tid);
+            r = self.continue_process(self.pids[t.index()]);
         }
         self.note(tid, r);
     }
 
-    fn stop_process(&mut self, tid: i32) -> io::Result<()> {
-        let pid = sys::tgid_of(tid)?;
+    fn stop_process(&mut self, pid: i32) -> io::Result<()> {
         if !self.stopped.insert(pid) {
             return Ok(());
         }
@@ -105,14 +107,14 @@ impl LivePlatform {
         sys::signal(pid, libc::SIGSTOP)
     }
 
-    fn continue_process(&mut self, tid: i32) -> io::Result<()> {
-        let Ok(pid) = sys::tgid_of(tid) else {
-            return Ok(()); // gone: nothing to continue
-        };
+    fn continue_process(&mut self, pid: i32) -> io::Result<()> {
         if !self.stopped.remove(&pid) {
             return Ok(());
         }
-        sys::signal(pid, libc::SIGCONT)?;
+        match sys::signal(pid, libc::SIGCONT) {
+            Err(e) if e.raw_os_error() == Some(libc::ESRCH) => return Ok(()), // gone
+            other => other?,
+        }
         if let Some(g) = &mut self.to_guardian {
             use std::io::Write;
             writeln!(g, "{}", Line::Resumed(pid))?;
@@ -209,6 +211,7 @@ impl Agent {
             platform: LivePlatform {
                 cpus: cpus.to_vec(),
                 tids: Vec::new(),
+                pids: Vec::new(),
                 on_cpu: vec![None; cpus.len()],
                 errors: Vec::new(),
                 changes: 0,
@@ -256,15 +259,15 @@ impl Agent {
             .ok_or_else(|| format!("thread `{name}`: no scheduler `{parent}` to join"))?;
         let (t, admitted) = self.disp.add_thread(name, parent, params);
         admitted.map_err(|e| format!("thread `{name}`: {e}"))?;
-        self.platform.tids.push(tid);
-        self.by_tid.insert(tid, t);
         // Read before parking: a hard-parked process shows as stopped.
         let pid = sys::tgid_of(tid).unwrap_or(tid);
         let running = matches!(sys::thread_state(pid, tid), Ok('R'));
+        self.platform.tids.push(tid);
+        self.platform.pids.push(pid);
+        self.by_tid.insert(tid, t);
         self.platform.park(t);
-        let tids: Vec<i32> = self.platform.tids.clone();
         self.events
-            .watch(&tids)
+            .watch(&self.platform.tids)
             .map_err(|e| format!("kernel events: {e}"))?;
         // Running or ready now: runnable; otherwise its next wakeup says so.
         if running {
@@ -357,7 +360,7 @@ impl Agent {
             self.timer
                 .arm_at(self.start_ns + until.0)
                 .map_err(|e| format!("arming the timer: {e}"))?;
-            let fds = [self.events.fd().unwrap_or(self.timer.fd()), self.timer.fd()];
+            let fds = [self.events.fd(), self.timer.fd()];
             sys::poll_readable(&fds, HEARTBEAT_EVERY)
                 .map_err(|e| format!("waiting for kernel events: {e}"))?;
             self.timer.clear();

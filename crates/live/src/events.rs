@@ -133,11 +133,11 @@ pub fn parse(line: &str) -> Option<Line> {
         let n = rest.split("[LOST ").nth(1)?.split(' ').next()?;
         return n.parse().ok().map(Line::Lost);
     }
-    let (name, at) = ["sched_switch", "sched_waking", "sched_wakeup_new"]
+    let (marker, at) = [" sched_switch: ", " sched_waking: ", " sched_wakeup_new: "]
         .iter()
-        .find_map(|n| line.find(&format!(" {n}: ")).map(|i| (*n, i)))?;
+        .find_map(|m| line.find(m).map(|i| (*m, i)))?;
     let head = &line[..at];
-    let fields = &line[at + name.len() + 3..];
+    let fields = &line[at + marker.len()..];
     // `comm-pid [cpu] flags secs.usecs:`, the command name free text: read
     // from the right.
     let mut words = head.split_whitespace().rev();
@@ -150,8 +150,8 @@ pub fn parse(line: &str) -> Option<Line> {
         .checked_add(usecs.parse::<u64>().ok()?.checked_mul(1_000)?)?;
     let cpu = words.find_map(|w| w.strip_prefix('[')?.strip_suffix(']')?.parse::<u32>().ok())?;
     let pid = |key| value(fields, key)?.parse::<i32>().ok();
-    Some(Line::Event(match name {
-        "sched_switch" => {
+    Some(Line::Event(match marker {
+        " sched_switch: " => {
             let state = value(fields, "prev_state")?;
             SchedEvent::Switch {
                 time_ns,
@@ -173,13 +173,26 @@ pub fn parse(line: &str) -> Option<Line> {
 
 /// Switch and wakeup events of chosen threads, all CPUs.
 pub struct SchedEvents {
-    instance: PathBuf,
-    /// `None` only while being dropped (the instance cannot be removed
-    /// while its pipe is open).
-    pipe: Option<File>,
+    // Fields drop in order: the pipe closes before the instance is
+    // removed (a directory with an open pipe cannot be).
+    pipe: File,
+    instance: Instance,
     pending: Vec<u8>,
     /// Events the kernel could not keep (its buffer was full).
     pub lost: u64,
+}
+
+/// A private ftrace instance directory: its events are disabled and it is
+/// removed when this is dropped.
+struct Instance(PathBuf);
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        for (name, _) in EVENTS {
+            let _ = std::fs::write(self.0.join(format!("events/sched/{name}/enable")), "0");
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
 
 fn write(path: &Path, text: &str) -> io::Result<()> {
@@ -195,25 +208,27 @@ impl SchedEvents {
         remove_stale(&instances);
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let instance = instances.join(format!("hsched-{}-{n}", std::process::id()));
-        std::fs::create_dir(&instance)?;
+        let dir = instances.join(format!("hsched-{}-{n}", std::process::id()));
+        std::fs::create_dir(&dir)?;
+        let instance = Instance(dir);
         let mut events = SchedEvents {
-            pipe: Some(
-                OpenOptions::new()
-                    .read(true)
-                    .custom_flags(libc::O_NONBLOCK)
-                    .open(instance.join("trace_pipe"))?,
-            ),
+            pipe: OpenOptions::new()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(instance.0.join("trace_pipe"))?,
             instance,
             pending: Vec::new(),
             lost: 0,
         };
-        write(&events.instance.join("trace_clock"), "mono")?;
-        write(&events.instance.join("buffer_size_kb"), "1024")?;
+        write(&events.instance.0.join("trace_clock"), "mono")?;
+        write(&events.instance.0.join("buffer_size_kb"), "1024")?;
         events.watch(tids)?;
         for (name, _) in EVENTS {
             write(
-                &events.instance.join(format!("events/sched/{name}/enable")),
+                &events
+                    .instance
+                    .0
+                    .join(format!("events/sched/{name}/enable")),
                 "1",
             )?;
         }
@@ -222,7 +237,7 @@ impl SchedEvents {
 
     /// The ftrace instance directory it records in.
     pub fn instance(&self) -> &Path {
-        &self.instance
+        &self.instance.0
     }
 
     /// Records threads `tids` from now on (instead of the ones before;
@@ -237,7 +252,7 @@ impl SchedEvents {
                 .flat_map(|t| keys.iter().map(move |k| format!("{k} == {t}")))
                 .collect();
             write(
-                &self.instance.join(format!("events/sched/{name}/filter")),
+                &self.instance.0.join(format!("events/sched/{name}/filter")),
                 &terms.join(" || "),
             )?;
         }
@@ -246,26 +261,20 @@ impl SchedEvents {
 
     /// Waits until an event is ready or `timeout` passes; whether one is.
     pub fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        match self.fd() {
-            Some(fd) => Ok(crate::sys::poll_readable(&[fd], timeout)?[0]),
-            None => Ok(false),
-        }
+        Ok(crate::sys::poll_readable(&[self.fd()], timeout)?[0])
     }
 
     /// The descriptor that becomes readable when events are ready, to
     /// wait on together with others.
-    pub fn fd(&self) -> Option<std::os::fd::RawFd> {
-        self.pipe.as_ref().map(|p| p.as_raw_fd())
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.pipe.as_raw_fd()
     }
 
     /// Appends every event available now to `out`, in time order.
     pub fn drain(&mut self, out: &mut Vec<SchedEvent>) -> io::Result<()> {
         let mut buf = [0u8; 16 * 1024];
-        let Some(pipe) = &mut self.pipe else {
-            return Ok(());
-        };
         loop {
-            match pipe.read(&mut buf) {
+            match self.pipe.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => self.pending.extend_from_slice(&buf[..n]),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -274,29 +283,23 @@ impl SchedEvents {
             }
         }
         let start = out.len();
-        while let Some(end) = self.pending.iter().position(|&b| b == b'\n') {
-            let raw: Vec<u8> = self.pending.drain(..=end).collect();
-            match parse(&String::from_utf8_lossy(&raw)) {
+        // Whole lines only, parsed where they lie; a partial last line
+        // waits for the rest.
+        let whole = self
+            .pending
+            .iter()
+            .rposition(|&b| b == b'\n')
+            .map_or(0, |i| i + 1);
+        for raw in self.pending[..whole].split(|&b| b == b'\n') {
+            match std::str::from_utf8(raw).ok().and_then(parse) {
                 Some(Line::Event(e)) => out.push(e),
                 Some(Line::Lost(n)) => self.lost += n,
                 None => {}
             }
         }
+        self.pending.drain(..whole);
         out[start..].sort_by_key(|e| e.time_ns());
         Ok(())
-    }
-}
-
-impl Drop for SchedEvents {
-    fn drop(&mut self) {
-        self.pipe = None;
-        for (name, _) in EVENTS {
-            let _ = std::fs::write(
-                self.instance.join(format!("events/sched/{name}/enable")),
-                "0",
-            );
-        }
-        let _ = std::fs::remove_dir(&self.instance);
     }
 }
 

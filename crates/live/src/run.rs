@@ -112,7 +112,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     order.sort_by_key(|&i| (scn.threads[i].arrival, i));
     let mut next = 0;
     let mut started: Vec<Started> = Vec::new();
-    let mut failure: Option<String> = None;
+    // Run in a closure so that an error still reaches the clean-up below.
     let result = (|| -> Result<(), String> {
         while agent.now() < horizon {
             // Arrivals due now.
@@ -176,9 +176,6 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         }
         Ok(())
     })();
-    if let Err(e) = result {
-        failure = Some(e);
-    }
     for s in &mut started {
         if s.exit.is_none() {
             if let Some(c) = process_cpu_time(s.pid) {
@@ -212,9 +209,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             let _ = child.wait();
         }
     }
-    if let Some(e) = failure {
-        return Err(e);
-    }
+    result?;
     stopped?;
     let threads = started
         .iter()

@@ -55,6 +55,19 @@ pub(crate) struct Domain {
     pub idle: VecDeque<ThreadId>,
 }
 
+impl Domain {
+    /// A domain with no requests and no idle server threads.
+    fn new(name: &str, alive: bool, stops: Vec<(String, Rc<[Instr]>)>) -> Domain {
+        Domain {
+            name: name.to_string(),
+            alive,
+            stops,
+            requests: VecDeque::new(),
+            idle: VecDeque::new(),
+        }
+    }
+}
+
 pub(crate) struct Request {
     client: ThreadId,
     stop: usize,
@@ -138,13 +151,8 @@ impl World {
             .iter()
             .map(|s| (s.name.clone(), self.compile_ops(&s.body)))
             .collect();
-        self.domains.push(Domain {
-            name: spec.name.clone(),
-            alive: spec.start,
-            stops,
-            requests: VecDeque::new(),
-            idle: VecDeque::new(),
-        });
+        self.domains
+            .push(Domain::new(&spec.name, spec.start, stops));
         Ok(format!(
             "domain `{}` {}",
             spec.name,
@@ -164,13 +172,7 @@ impl World {
             return Err(format!("create: domain `{name}` is already alive"));
         }
         let stops = self.domains[d].stops.clone();
-        self.domains.push(Domain {
-            name: name.to_string(),
-            alive: true,
-            stops,
-            requests: VecDeque::new(),
-            idle: VecDeque::new(),
-        });
+        self.domains.push(Domain::new(name, true, stops));
         Ok(format!("domain `{name}` created"))
     }
 
@@ -182,13 +184,7 @@ impl World {
             .find(|(t, _)| t == thread)
             .and_then(|(_, d)| self.domain_by_name(d));
         declared.unwrap_or_else(|| {
-            self.domains.push(Domain {
-                name: thread.to_string(),
-                alive: true,
-                stops: Vec::new(),
-                requests: VecDeque::new(),
-                idle: VecDeque::new(),
-            });
+            self.domains.push(Domain::new(thread, true, Vec::new()));
             self.domains.len() - 1
         })
     }
