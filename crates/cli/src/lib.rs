@@ -39,6 +39,13 @@ enum Cmd {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// The worker `live` starts for a thread without a command (internal):
+    /// executes the thread's workload program.
+    #[command(name = "__worker", hide = true)]
+    Worker {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Check a scenario file and print its hierarchy, every edge labelled
     /// with its HLS guarantee (nothing runs); exits 2 if it does not compose.
     Check(CheckArgs),
@@ -92,15 +99,23 @@ struct CheckArgs {
 
 #[derive(clap::Args, Debug)]
 struct LiveArgs {
-    /// Scenario file (TOML); every thread needs a `command`.
+    /// Scenario file (TOML). A thread runs its `command`, or the process
+    /// `--attach` names, or else hsched's worker executes its program.
     file: PathBuf,
     /// Override the scenario's horizon (e.g. 10s, 500ms).
     #[arg(long, value_parser = parse_duration)]
     horizon: Option<Duration>,
-    /// Print metrics as JSON (stable keys) instead of the summary; with a
-    /// path, write them there.
-    #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
-    json: Option<PathBuf>,
+    #[command(flatten)]
+    out: Outputs,
+    /// Also run the scenario in the simulator (same seed) and print each
+    /// thread's CPU share, wakeup latency and deadline misses in both
+    /// worlds side by side.
+    #[arg(long)]
+    compare_sim: bool,
+    /// Run a hierarchy that does not compose (HLS guarantees, as `hsched
+    /// check` reports them) anyway, with a warning, instead of refusing it.
+    #[arg(long)]
+    allow_uncomposed: bool,
     /// How a thread off its CPU is held back: `soft` lowers it to
     /// SCHED_IDLE (Linux may still give it spare time), `hard` stops its
     /// process (it gets none).
@@ -110,6 +125,21 @@ struct LiveArgs {
     /// instead of started, given back as it was at the end; repeatable.
     #[arg(long, value_name = "NAME=PID", value_parser = parse_attach)]
     attach: Vec<(String, i32)>,
+}
+
+/// What a run writes besides its summary (`sim` and `live` alike).
+#[derive(clap::Args, Debug)]
+struct Outputs {
+    /// Print metrics as JSON (stable keys) instead of the summary; with a
+    /// path, write them there.
+    #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
+    json: Option<PathBuf>,
+    /// Write one CSV row per job to FILE.
+    #[arg(long, value_name = "FILE")]
+    jobs_csv: Option<PathBuf>,
+    /// Write the timeline as Chrome/Perfetto trace JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    trace: Option<PathBuf>,
 }
 
 fn parse_attach(text: &str) -> Result<(String, i32), String> {
@@ -144,16 +174,8 @@ struct SimArgs {
     /// Override the scenario's seed.
     #[arg(long)]
     seed: Option<u64>,
-    /// Print metrics as JSON (stable keys) instead of the summary; with a
-    /// path, write them there.
-    #[arg(long, num_args = 0..=1, default_missing_value = "-", value_name = "FILE")]
-    json: Option<PathBuf>,
-    /// Write one CSV row per job to FILE.
-    #[arg(long, value_name = "FILE")]
-    jobs_csv: Option<PathBuf>,
-    /// Write the timeline as Chrome/Perfetto trace JSON to FILE.
-    #[arg(long, value_name = "FILE")]
-    trace: Option<PathBuf>,
+    #[command(flatten)]
+    out: Outputs,
     /// Check every policy's invariants after every callback (slower).
     #[arg(long)]
     check: bool,
@@ -209,6 +231,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
     match cli.cmd {
         Cmd::Sim(args) => sim(args),
         Cmd::Live(args) => live(&args),
+        Cmd::Worker { args } => std::process::exit(hsched_live::worker::main_with_args(&args)),
         Cmd::Guardian { args } => {
             std::process::exit(hsched_live::guardian::main_with_args(&args));
         }
@@ -257,24 +280,41 @@ fn uncomposed(file: &Path, analysis: &hsched_analysis::compose::Analysis) -> Str
     format!("{}: {}", file.display(), analysis.verdict())
 }
 
-fn sim(args: SimArgs) -> Result<(), CliError> {
-    let (scn, plugins) = plugins::load_scenario(&args.file, &args.plugins)?;
-    hsched_analysis::rules::literature::refuse_to_run(&scn)
-        .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
-    let analysis = hsched_analysis::compose::analyse(&scn, &plugins.rule_book()?);
+/// The HLS analysis of a scenario's hierarchy, refusing (exit 2) one that
+/// does not compose unless `allow_uncomposed`.
+fn analyse(
+    file: &Path,
+    scn: &hsched_model::Scenario,
+    rules: &hsched_analysis::rules::RuleBook,
+    allow_uncomposed: bool,
+) -> Result<hsched_analysis::compose::Analysis, CliError> {
+    hsched_analysis::rules::literature::refuse_to_run(scn)
+        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
+    let analysis = hsched_analysis::compose::analyse(scn, rules);
     if !analysis.composes() {
-        let why = uncomposed(&args.file, &analysis);
-        if !args.allow_uncomposed {
+        let why = uncomposed(file, &analysis);
+        if !allow_uncomposed {
             return Err(CliError::Input(format!(
                 "{why}\n(`hsched check` shows the labelled hierarchy; --allow-uncomposed runs it anyway)"
             )));
         }
         eprintln!("warning: {why}\n(running it anyway: --allow-uncomposed)");
     }
+    Ok(analysis)
+}
+
+fn sim(args: SimArgs) -> Result<(), CliError> {
+    let (scn, plugins) = plugins::load_scenario(&args.file, &args.plugins)?;
+    let analysis = analyse(
+        &args.file,
+        &scn,
+        &plugins.rule_book()?,
+        args.allow_uncomposed,
+    )?;
     let opts = hsched_sim::SimOptions {
         horizon: args.horizon,
         seed: args.seed,
-        trace: args.trace.is_some(),
+        trace: args.out.trace.is_some(),
         check_invariants: args.check,
     };
     let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
@@ -284,18 +324,23 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     drop(plugins);
     let mut result = sim.finish();
     label_guarantees(&scn, &analysis, &mut result);
-    if let Some(path) = &args.jobs_csv {
+    write_outputs(&result, &args.out)
+}
+
+/// Writes a run's jobs CSV and trace where asked, then its metrics.
+fn write_outputs(result: &hsched_model::RunResult, out: &Outputs) -> Result<(), CliError> {
+    if let Some(path) = &out.jobs_csv {
         write_file(path, "the jobs CSV", |w| {
-            hsched_report::jobs_csv(&result, w).map_err(|e| std::io::Error::other(e.to_string()))
+            hsched_report::jobs_csv(result, w).map_err(|e| std::io::Error::other(e.to_string()))
         })?;
     }
-    if let Some(path) = &args.trace {
+    if let Some(path) = &out.trace {
         write_file(path, "the trace", |w| {
-            hsched_report::perfetto_trace(&result, w)
+            hsched_report::perfetto_trace(result, w)
                 .map_err(|e| std::io::Error::other(e.to_string()))
         })?;
     }
-    print_result(&result, args.json.as_deref())
+    print_result(result, out.json.as_deref())
 }
 
 /// The metrics as JSON (to `json`, `-` for stdout), or the summary.
@@ -314,18 +359,34 @@ fn print_result(result: &hsched_model::RunResult, json: Option<&Path>) -> Result
 
 fn live(args: &LiveArgs) -> Result<(), CliError> {
     let scn = load_scenario(&args.file)?;
+    let analysis = analyse(&args.file, &scn, &rule_book(), args.allow_uncomposed)?;
     let exe = std::env::current_exe().map_err(|e| {
         CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
     })?;
     let opts = hsched_live::run::LiveOptions {
-        guardian: vec![exe.into_os_string(), "__guardian".into()],
+        guardian: vec![exe.clone().into_os_string(), "__guardian".into()],
+        worker: vec![exe.into_os_string(), "__worker".into()],
         horizon: args.horizon,
         hard_parking: args.park == Parking::Hard,
         attach: args.attach.clone(),
+        trace: args.out.trace.is_some(),
     };
-    let result = hsched_live::run::run(&scn, &opts)
+    let mut result = hsched_live::run::run(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
-    print_result(&result, args.json.as_deref())
+    label_guarantees(&scn, &analysis, &mut result);
+    write_outputs(&result, &args.out)?;
+    if args.compare_sim {
+        let opts = hsched_sim::SimOptions {
+            horizon: args.horizon,
+            ..Default::default()
+        };
+        let sim = hsched_sim::Simulation::new(&scn, &opts, &[])
+            .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
+        let mut simulated = sim.finish();
+        label_guarantees(&scn, &analysis, &mut simulated);
+        print!("{}", hsched_report::compare(&simulated, &result));
+    }
+    Ok(())
 }
 
 /// Writes what the analysis promised each scheduler and thread into the

@@ -1,5 +1,7 @@
 //! `hsched live` as a user runs it (root): the bundled live scenario's
-//! shares, a scenario live cannot run refused with exit 2, and the agent
+//! shares; the desktop example on hsched's workers against its
+//! simulation (`--compare-sim`), with its jobs and trace; a scenario live
+//! cannot run refused with exit 2; and the agent
 //! SIGKILLed mid-run with one process raised and one stopped: every managed
 //! process is back at its original policy and running within one second.
 
@@ -52,15 +54,78 @@ fn the_live_example_shares_the_cpu_as_the_simulation_does() {
 }
 
 #[test]
-fn a_scenario_without_commands_is_refused_with_exit_2() {
-    let file = repo().join("scenarios/examples/desktop.toml");
+fn a_program_the_worker_cannot_run_is_refused_with_exit_2() {
+    // rialto.toml's threads send messages to their schedulers.
+    let file = repo().join("scenarios/examples/rialto.toml");
     let out = hsched(&["live", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
+    let err = text(&out.stderr);
     assert!(
-        text(&out.stderr).contains("has no `command`"),
-        "{}",
-        text(&out.stderr)
+        err.contains("`msg` is not run by the live worker") && err.contains("rialto.toml"),
+        "{err}"
     );
+}
+
+#[test]
+fn the_desktop_example_runs_on_workers_as_it_simulates() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !privileged() {
+        return;
+    }
+    // Periodic video and audio, an interactive editor and three compiles,
+    // every one a worker executing its program.
+    let (trace, jobs) = (tmp("live", "trace.json"), tmp("live", "jobs.csv"));
+    let file = repo().join("scenarios/examples/desktop.toml");
+    let out = hsched(&[
+        "live",
+        file.to_str().unwrap(),
+        "--compare-sim",
+        "--trace",
+        trace.to_str().unwrap(),
+        "--jobs-csv",
+        jobs.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let table = stdout
+        .split("sim against live")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no comparison in\n{stdout}"));
+    let mut rows = 0;
+    for line in table.lines().skip(2) {
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let diff: f64 = cells[3].parse().unwrap();
+        eprintln!("{line}");
+        // The target: within 3 percentage points of the simulation.
+        assert!(diff.abs() <= 3.0, "{line}");
+        rows += 1;
+    }
+    assert_eq!(rows, 6, "{table}");
+    // Jobs came from the workers, with the simulation's release grid:
+    // video's releases, 33 ms apart.
+    let csv = std::fs::read_to_string(&jobs).unwrap();
+    let video: Vec<Vec<&str>> = csv
+        .lines()
+        .filter(|l| l.starts_with("video,"))
+        .map(|l| l.split(',').collect())
+        .collect();
+    assert!(
+        (60..=61).contains(&video.len()),
+        "{} video jobs",
+        video.len()
+    );
+    let release = |row: &[&str]| row[2].parse::<u64>().unwrap();
+    for w in video.windows(2) {
+        let gap = release(&w[1]) - release(&w[0]);
+        assert_eq!(gap, 33_000_000);
+    }
+    // The trace shows the CPU running the managed threads.
+    let trace: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let text = trace.to_string();
+    for name in ["video", "audio", "compile.0", "editor"] {
+        assert!(text.contains(name), "{name} not in the trace");
+    }
 }
 
 /// The children of process `pid`.

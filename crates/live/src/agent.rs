@@ -24,6 +24,7 @@
 
 use crate::events::{monotonic_ns, SchedEvent, SchedEvents};
 use crate::guardian::{Guardian, Line, Original, Watch};
+use crate::observe::{Observations, Seen};
 use crate::sys::{self, SchedAttr, SCHED_IDLE};
 use hsched_core::{CpuId, Instant, Params, ThreadId};
 use hsched_dispatch::{Config, Dispatcher, Platform};
@@ -161,6 +162,8 @@ pub struct Agent {
     last_beat: std::time::Instant,
     /// How late each deadline of the dispatcher was acted on, ns.
     lateness: Vec<u64>,
+    /// The managed threads' switches and wakeups, for the figures.
+    observed: Observations,
 }
 
 impl Agent {
@@ -228,6 +231,7 @@ impl Agent {
             now: Instant::ZERO,
             last_beat: std::time::Instant::now(),
             lateness: Vec::new(),
+            observed: Observations::default(),
         })
     }
 
@@ -370,6 +374,7 @@ impl Agent {
                 .map_err(|e| format!("reading kernel events: {e}"))?;
             for e in &seen {
                 self.now = self.clock(e.time_ns());
+                self.observe(e);
                 match *e {
                     SchedEvent::Switch {
                         prev,
@@ -400,6 +405,39 @@ impl Agent {
                     .map_err(|e| format!("the guardian is gone: {e}"))?;
             }
         }
+    }
+
+    /// Records a kernel event of a managed thread, at the agent's `now`.
+    fn observe(&mut self, e: &SchedEvent) {
+        let seen = match *e {
+            SchedEvent::Switch {
+                cpu,
+                prev,
+                prev_blocked,
+                next,
+                ..
+            } => Seen::Switch {
+                cpu: self.platform.cpus.iter().position(|&c| c == cpu as usize),
+                prev: self.by_tid.get(&prev).copied(),
+                blocked: prev_blocked,
+                next: self.by_tid.get(&next).copied(),
+            },
+            SchedEvent::Wakeup { tid, .. } => match self.by_tid.get(&tid) {
+                Some(&t) => Seen::Wakeup(t),
+                None => return,
+            },
+        };
+        self.observed.push(self.now, seen);
+    }
+
+    /// The managed threads' switches and wakeups so far.
+    pub fn observations(&self) -> &Observations {
+        &self.observed
+    }
+
+    /// CLOCK_MONOTONIC at the agent's time zero, ns.
+    pub fn zero_ns(&self) -> u64 {
+        self.start_ns
     }
 
     /// How late the dispatcher's deadlines (decision horizons, policy

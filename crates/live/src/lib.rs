@@ -14,5 +14,7 @@
 pub mod agent;
 pub mod events;
 pub mod guardian;
+pub mod observe;
 pub mod run;
 pub mod sys;
+pub mod worker;

@@ -1,15 +1,21 @@
-//! `hsched live SCENARIO`: a scenario's hierarchy scheduling the real
-//! commands its threads name (`command = [...]`), started at their
-//! arrival, stopped at the horizon, with a [`RunResult`] like the
-//! simulator's (CPU time from the kernel's own accounting).
+//! `hsched live SCENARIO`: a scenario's hierarchy scheduling real
+//! processes, one per thread, with a [`RunResult`] like the simulator's:
+//! CPU time from the kernel's own accounting, latencies, switches and the
+//! trace from its switch and wakeup events, jobs from the workers.
 //!
-//! A thread may instead be an existing process (`attach`): taken over at
-//! its arrival, given back as it was at the end, not ended. For now a
-//! thread must have one or the other (hsched's instrumented worker that
-//! executes workload programs is still to come), only a process's main
-//! thread is managed, and the script is not played.
+//! A thread is one of:
+//! - a real command (`command = [...]`), started at its arrival and ended
+//!   at the horizon;
+//! - an existing process (`attach`), taken over at its arrival and given
+//!   back as it was at the end, not ended;
+//! - otherwise hsched's instrumented worker ([`crate::worker`]) executing
+//!   the thread's workload program, started and ended like a command.
+//!
+//! For now only a process's main thread is managed, and the script is not
+//! played.
 
 use crate::agent::Agent;
+use crate::observe::{Observations, Seen};
 use hsched_core::{Duration, Instant, ThreadId};
 use hsched_model::{RunResult, Scenario, ThreadResult};
 use std::ffi::OsStr;
@@ -28,6 +34,12 @@ pub struct LiveOptions {
     /// Threads that are existing processes (thread name, pid): taken over
     /// at their arrival instead of started, and left running at the end.
     pub attach: Vec<(String, i32)>,
+    /// The worker program and its leading arguments (it is given the
+    /// worker spec as one more): runs the threads that have neither a
+    /// command nor an attached process.
+    pub worker: Vec<std::ffi::OsString>,
+    /// Record the timeline ([`RunResult::trace`]).
+    pub trace: bool,
 }
 
 /// A managed process: a command started for a thread, or one attached.
@@ -37,6 +49,8 @@ struct Started {
     pid: i32,
     id: ThreadId,
     index: usize,
+    /// Where a worker reports its jobs.
+    report: Option<std::fs::File>,
     /// CPU time when it was taken over.
     cpu_at_start: std::time::Duration,
     last_cpu: std::time::Duration,
@@ -86,15 +100,21 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         }
     }
     let attached = |name: &str| opts.attach.iter().find(|(n, _)| n == name).map(|&(_, p)| p);
-    if let Some(t) = scn
+    // What each worker runs, checked before anything starts.
+    let plans = scn
         .threads
         .iter()
-        .find(|t| t.program.command.is_none() && attached(&t.name).is_none())
-    {
-        return Err(format!(
-            "thread `{}` has no `command`: `hsched live` runs real commands (command = [\"...\"]) or attaches existing processes (--attach {}=PID); workload programs run in `hsched sim` only, for now",
-            t.name, t.name
-        ));
+        .map(|t| match (&t.program.command, attached(&t.name)) {
+            (None, None) => crate::worker::plan(&t.program.ops)
+                .map(Some)
+                .map_err(|e| format!("thread `{}`: {e}", t.name)),
+            _ => Ok(None),
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    if plans.iter().any(Option::is_some) && opts.worker.is_empty() {
+        return Err(
+            "threads without a `command` need hsched's worker program, and none was given".into(),
+        );
     }
     let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
     let cpus = pick_cpus(scn.machine.cpus)?;
@@ -108,6 +128,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         hsched_dispatch::build_hierarchy(disp, platform, scn)?;
     }
     agent.start_clock();
+    let wall = std::time::Instant::now();
     let mut order: Vec<usize> = (0..scn.threads.len()).collect();
     order.sort_by_key(|&i| (scn.threads[i].arrival, i));
     let mut next = 0;
@@ -120,15 +141,42 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                 let i = order[next];
                 next += 1;
                 let spec = &scn.threads[i];
+                let mut report = None;
                 let (child, pid) = match attached(&spec.name) {
                     Some(pid) => (None, pid),
                     None => {
-                        let argv = spec.program.command.as_ref().expect("checked above");
+                        let mut cmd = match (&spec.program.command, &plans[i]) {
+                            (Some(argv), _) => {
+                                let mut cmd = Command::new(&argv[0]);
+                                cmd.args(&argv[1..]);
+                                cmd
+                            }
+                            (None, steps) => {
+                                let spec = crate::worker::WorkerSpec {
+                                    zero_ns: agent.zero_ns(),
+                                    seed: scn.seed,
+                                    stream: i as u64 + 1,
+                                    steps: steps.clone().expect("planned above"),
+                                };
+                                let file = crate::sys::memfd(c"hsched-jobs")
+                                    .map_err(|e| format!("a file for the jobs: {e}"))?;
+                                let out = file.try_clone().map_err(|e| e.to_string())?;
+                                report = Some(file);
+                                let json =
+                                    serde_json::to_string(&spec).map_err(|e| e.to_string())?;
+                                let mut cmd = Command::new(&opts.worker[0]);
+                                cmd.args(&opts.worker[1..]).arg(json).stdout(out);
+                                cmd
+                            }
+                        };
+                        let what = spec
+                            .program
+                            .command
+                            .as_ref()
+                            .map_or("the worker", |a| a[0].as_str());
                         let child = agent
-                            .spawn(Command::new(&argv[0]).args(&argv[1..]).stdin(Stdio::null()))
-                            .map_err(|e| {
-                                format!("thread `{}`: starting `{}`: {e}", spec.name, argv[0])
-                            })?;
+                            .spawn(cmd.stdin(Stdio::null()))
+                            .map_err(|e| format!("thread `{}`: starting {what}: {e}", spec.name))?;
                         let pid = child.id() as i32;
                         (Some(child), pid)
                     }
@@ -137,6 +185,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                 let cpu = process_cpu_time(pid).unwrap_or_default();
                 started.push(Started {
                     child,
+                    report,
                     pid,
                     id,
                     index: i,
@@ -196,6 +245,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         .collect();
     let nodes = agent.node_results().to_vec();
     let schedulers: Vec<String> = started.iter().map(|s| agent.sched_of(s.id)).collect();
+    let agent_observations = agent.observations().clone();
     let stopped = agent
         .stop()
         .map_err(|e| format!("giving the threads back: {e}"));
@@ -211,19 +261,50 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     }
     result?;
     stopped?;
-    let threads = started
+    let observed = agent_observations;
+    let figures = observed.thread_figures(started.len(), horizon);
+    let mut jobs = Vec::new();
+    for s in &mut started {
+        if let Some(file) = &mut s.report {
+            use std::io::{Read, Seek};
+            let mut text = String::new();
+            file.rewind()
+                .and_then(|()| file.read_to_string(&mut text))
+                .map_err(|e| format!("reading the jobs of `{}`: {e}", scn.threads[s.index].name))?;
+            jobs.extend(crate::worker::jobs_from_report(s.id, &text));
+        }
+    }
+    // As in simulation: the jobs released before the horizon, unfinished
+    // if they finished after it (the workers outlive it by the clean-up).
+    jobs.retain(|j| j.release < horizon);
+    for j in &mut jobs {
+        j.start = j.start.filter(|&t| t < horizon);
+        j.finish = j.finish.filter(|&t| t <= horizon);
+    }
+    jobs.sort_by_key(|j| (j.release, j.thread, j.job));
+    let threads: Vec<ThreadResult> = started
         .iter()
         .zip(schedulers)
-        .map(|(s, scheduler)| ThreadResult {
-            id: s.id,
-            name: scn.threads[s.index].name.clone(),
-            scheduler,
-            cpu_time: Duration(s.last_cpu.saturating_sub(s.cpu_at_start).as_nanos() as u64),
-            arrival: scn.threads[s.index].arrival,
-            exit: s.exit,
-            ..ThreadResult::default()
+        .map(|(s, scheduler)| {
+            let f = figures[s.id.index()].clone();
+            ThreadResult {
+                id: s.id,
+                name: scn.threads[s.index].name.clone(),
+                scheduler,
+                cpu_time: Duration(s.last_cpu.saturating_sub(s.cpu_at_start).as_nanos() as u64),
+                wakeup_latencies: f.wakeup_latencies,
+                max_runnable_gap: f.max_runnable_gap,
+                context_switches: f.context_switches,
+                migrations: f.migrations,
+                arrival: scn.threads[s.index].arrival,
+                exit: s.exit,
+                ..ThreadResult::default()
+            }
         })
         .collect();
+    let trace = opts
+        .trace
+        .then(|| trace(&observed, &threads, &jobs, cpus.len(), horizon));
     Ok(RunResult {
         scenario: scn.name.clone(),
         platform: "live".into(),
@@ -233,7 +314,59 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         threads,
         nodes,
         decisions,
+        events: observed.log.len() as u64,
+        wall_ns: wall.elapsed().as_nanos() as u64,
+        jobs,
         log: errors,
+        trace,
         ..RunResult::default()
     })
+}
+
+/// The timeline of a live run: the managed CPUs' segments, wakeups, job
+/// releases and deadline misses.
+fn trace(
+    observed: &Observations,
+    threads: &[ThreadResult],
+    jobs: &[hsched_model::JobRecord],
+    cpus: usize,
+    horizon: Instant,
+) -> hsched_model::Trace {
+    use hsched_model::{Mark, MarkKind};
+    let mut marks: Vec<Mark> = observed
+        .log
+        .iter()
+        .filter_map(|&(at, seen)| match seen {
+            Seen::Wakeup(t) => Some(Mark {
+                at,
+                thread: Some(t),
+                kind: MarkKind::Wakeup,
+            }),
+            Seen::Switch { .. } => None,
+        })
+        .collect();
+    for j in jobs.iter().filter(|j| j.release < horizon) {
+        marks.push(Mark {
+            at: j.release,
+            thread: Some(j.thread),
+            kind: MarkKind::Release { job: j.job },
+        });
+        if j.missed(horizon) {
+            marks.push(Mark {
+                at: j.finish.unwrap_or(j.deadline),
+                thread: Some(j.thread),
+                kind: MarkKind::DeadlineMiss { job: j.job },
+            });
+        }
+    }
+    marks.sort_by_key(|m| m.at);
+    let mut names = vec![String::new(); threads.len()];
+    for t in threads {
+        names[t.id.index()] = t.name.clone();
+    }
+    hsched_model::Trace {
+        segments: observed.segments(cpus, horizon),
+        marks,
+        thread_names: names,
+    }
 }

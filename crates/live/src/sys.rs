@@ -295,3 +295,15 @@ pub fn poll_readable(fds: &[RawFd], timeout: std::time::Duration) -> io::Result<
     }
     Ok(pfds.iter().map(|p| p.revents & libc::POLLIN != 0).collect())
 }
+
+/// An anonymous in-memory file (`memfd_create`): where a child writes
+/// what the agent reads after the child is gone.
+pub fn memfd(name: &std::ffi::CStr) -> io::Result<std::fs::File> {
+    // SAFETY: `name` is a valid C string; no other arguments.
+    let fd = unsafe { libc::memfd_create(name.as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: `fd` was just opened and is owned by nothing else.
+    Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}

@@ -1,7 +1,7 @@
 //! The scenario model: the machine, the hierarchy, threads, programs, script.
 
 use hsched_core::{Duration, Instant, Msg, Params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A whole scenario, as parsed and validated from a file.
 #[derive(Clone, Debug, Serialize)]
@@ -404,7 +404,7 @@ pub enum Target {
 
 /// A duration, fixed or drawn from a seeded distribution. Draws are integer
 /// nanoseconds; the truncated ones are clamped to `[min, max]`.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Dist {
     Fixed(Duration),
     Uniform {

@@ -5,13 +5,16 @@
 //! - [`jobs_csv()`]: one CSV row per job (periodic, `randres`, `constraints`);
 //! - [`perfetto_trace()`]: the timeline as Chrome trace-event JSON, which opens
 //!   in the Perfetto UI and in chrome://tracing (one track per CPU);
-//! - [`summary()`]: the human-readable table `hsched sim` prints by default.
+//! - [`summary()`]: the human-readable table `hsched sim` prints by default;
+//! - [`compare()`]: two runs of one scenario side by side (`hsched live
+//!   --compare-sim`).
 //!
 //! Every output is a pure function of the `RunResult`: same input, same bytes.
 //! Nothing here iterates a hash map; orders come from the input vectors or from
 //! ordered maps. Floats appear only in shares and rates, never in times: times
 //! are integer nanoseconds (`_ns` keys) or exact decimals built from them.
 
+pub mod compare;
 pub mod csv_out;
 pub mod error;
 pub mod metrics;
@@ -20,6 +23,7 @@ pub mod perfetto;
 pub mod stats;
 pub mod summary;
 
+pub use compare::compare;
 pub use csv_out::jobs_csv;
 pub use error::ReportError;
 pub use metrics::{metrics, metrics_json, Metrics};

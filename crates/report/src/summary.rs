@@ -215,11 +215,11 @@ fn kind_name(k: LogKind) -> &'static str {
     }
 }
 
-fn dur(ns: u64) -> String {
+pub(crate) fn dur(ns: u64) -> String {
     Duration::from_nanos(ns).to_string()
 }
 
-fn percent(share: Option<f64>) -> String {
+pub(crate) fn percent(share: Option<f64>) -> String {
     share.map_or_else(|| "-".to_string(), |s| format!("{:.1}%", s * 100.0))
 }
 
@@ -246,21 +246,21 @@ fn compact(x: f64) -> String {
 }
 
 #[derive(Clone, Copy)]
-enum Align {
+pub(crate) enum Align {
     Left,
     Right,
 }
 
 /// A text table: columns padded to their widest cell (in characters, so
 /// non-ASCII names line up), two spaces apart, indented by two.
-struct Table {
+pub(crate) struct Table {
     columns: Vec<(String, Align)>,
     rows: Vec<Vec<String>>,
     header: bool,
 }
 
 impl Table {
-    fn new(columns: &[(&str, Align)]) -> Self {
+    pub(crate) fn new(columns: &[(&str, Align)]) -> Self {
         Table {
             columns: columns.iter().map(|&(h, a)| (h.to_string(), a)).collect(),
             rows: Vec::new(),
@@ -268,11 +268,11 @@ impl Table {
         }
     }
 
-    fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
-    fn render(&self, out: &mut String) {
+    pub(crate) fn render(&self, out: &mut String) {
         let header: Vec<String> = self.columns.iter().map(|(h, _)| h.clone()).collect();
         let lines: Vec<&Vec<String>> = if self.header {
             std::iter::once(&header).chain(&self.rows).collect()

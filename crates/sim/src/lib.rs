@@ -16,6 +16,7 @@ mod program;
 pub mod workloads;
 mod world;
 
+pub use program::draw;
 pub use world::{CallOutcome, CallRecord, MAX_DEPTH};
 use world::{Ev, World};
 

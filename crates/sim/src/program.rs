@@ -197,7 +197,7 @@ fn emit_jobs(
 
 /// Draws a duration. Continuous distributions are drawn in floating point
 /// (this is the workload, not a decision) and rounded to whole nanoseconds.
-pub(crate) fn draw(dist: &Dist, rng: &mut ChaCha8Rng) -> Duration {
+pub fn draw(dist: &Dist, rng: &mut ChaCha8Rng) -> Duration {
     match *dist {
         Dist::Fixed(d) => d,
         Dist::Uniform { min, max } => Duration(rng.gen_range(min.as_nanos()..=max.as_nanos())),
