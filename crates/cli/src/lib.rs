@@ -1,9 +1,11 @@
-//! The `hsched` command line: `sim`, `check`, `policies`, `repro`, `bench`.
+//! The `hsched` command line: `sim`, `live`, `ctl`, `check`, `policies`,
+//! `repro`, `bench`.
 //!
 //! Exit codes: 0 success; 1 a run or a reproduction failed; 2 bad input
 //! (scenario, arguments), with a message naming the file, key or line.
 
 pub mod bench;
+pub mod ctl;
 pub mod plugins;
 pub mod repro;
 
@@ -32,6 +34,9 @@ enum Cmd {
     /// threads name (`command = [...]`) on this machine's CPUs, from user
     /// space (needs root). Prints the same summary as `sim`.
     Live(LiveArgs),
+    /// Talk to a running `hsched live` (root): message a scheduler for a
+    /// thread, move a thread, load or unload a scheduler, show the status.
+    Ctl(ctl::CtlArgs),
     /// The guardian process `live` starts (internal): restores every
     /// managed thread if the agent dies.
     #[command(name = "__guardian", hide = true)]
@@ -116,6 +121,10 @@ struct LiveArgs {
     /// check` reports them) anyway, with a warning, instead of refusing it.
     #[arg(long)]
     allow_uncomposed: bool,
+    /// Listen for control requests (`hsched ctl`, programs, the workers'
+    /// `msg`) at PATH [default: /run/hsched/hsched-PID.sock].
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
     /// How a thread off its CPU is held back: `soft` lowers it to
     /// SCHED_IDLE (Linux may still give it spare time), `hard` stops its
     /// process (it gets none).
@@ -231,6 +240,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
     match cli.cmd {
         Cmd::Sim(args) => sim(args),
         Cmd::Live(args) => live(&args),
+        Cmd::Ctl(args) => ctl::command(args),
         Cmd::Worker { args } => std::process::exit(hsched_live::worker::main_with_args(&args)),
         Cmd::Guardian { args } => {
             std::process::exit(hsched_live::guardian::main_with_args(&args));
@@ -370,6 +380,10 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         hard_parking: args.park == Parking::Hard,
         attach: args.attach.clone(),
         trace: args.out.trace.is_some(),
+        control: Some(args.socket.clone().unwrap_or_else(|| {
+            Path::new(hsched_live::control::SOCKET_DIR)
+                .join(format!("hsched-{}.sock", std::process::id()))
+        })),
     };
     let mut result = hsched_live::run::run(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;

@@ -288,3 +288,142 @@ fn bad_attachments_are_refused_with_exit_2() {
         );
     }
 }
+
+/// `hsched ctl` against a running `hsched live`: the status; a scheduler
+/// loaded and a thread moved under it at run time; a message to a
+/// scheduler that does not exist, a malformed request, and a managed
+/// process speaking for another thread, each refused with nothing changed.
+#[test]
+fn ctl_changes_a_live_run_and_bad_requests_change_nothing() {
+    use std::io::{BufRead, BufReader, Write};
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !privileged() {
+        return;
+    }
+    let socket = tmp("live", "ctl.sock");
+    let socket = socket.to_str().unwrap();
+    let scenario = tmp("live", "ctl.toml");
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+name = "ctl"
+horizon = "3s"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "root"
+policy = "fp"
+[[scheduler]]
+name = "ts"
+policy = "rr"
+parent = "root"
+at = {{ prio = 0 }}
+[[thread]]
+name = "hog"
+parent = "ts"
+program = [ {{ run = "100s" }} ]
+[[thread]]
+name = "meddler"
+parent = "ts"
+arrival = "200ms"
+program = [ {{ run = "1ms" }} ]
+command = ["{exe}", "ctl", "--socket", "{socket}", "msg", "--thread", "hog", "--to", "ts", "leave"]
+"#,
+            exe = env!("CARGO_BIN_EXE_hsched"),
+        ),
+    )
+    .unwrap();
+    let mut live = Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .args([
+            "live",
+            scenario.to_str().unwrap(),
+            "--json",
+            "--socket",
+            socket,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["ctl", "--socket", socket];
+        all.extend_from_slice(args);
+        hsched(&all)
+    };
+    // Until the agent listens.
+    let started = Instant::now();
+    let status = loop {
+        let out = ctl(&["status"]);
+        if out.status.success() || started.elapsed() > Duration::from_secs(5) {
+            break out;
+        }
+        if let Ok(Some(_)) = live.try_wait() {
+            let out = live.wait_with_output().unwrap();
+            panic!("hsched live ended: {}", text(&out.stderr));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    assert!(
+        text(&status.stdout).contains("thread hog"),
+        "{}",
+        text(&status.stdout)
+    );
+
+    let out = ctl(&["msg", "--to", "nosuch", "warp", "on=true"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("no scheduler `nosuch`"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let mut raw = std::os::unix::net::UnixStream::connect(socket).unwrap();
+    raw.write_all(b"{\"op\": \"load\"}\n").unwrap();
+    let mut answer = String::new();
+    BufReader::new(&raw).read_line(&mut answer).unwrap();
+    assert!(
+        answer.contains("\"ok\":false") && answer.contains("malformed"),
+        "{answer}"
+    );
+
+    let out = ctl(&[
+        "load",
+        "fast",
+        "rr",
+        "--parent",
+        "root",
+        "--at",
+        "prio=5",
+        "quantum=10ms",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    std::thread::sleep(Duration::from_millis(300));
+    let out = ctl(&["move", "hog", "fast"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+
+    let out = live.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hog = &result["threads"][0];
+    assert_eq!(hog["name"], "hog");
+    assert_eq!(hog["scheduler"], "fast", "moved at run time");
+    let fast = result["schedulers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "fast")
+        .expect("the loaded scheduler is in the result");
+    assert!(
+        fast["received_ns"].as_u64().unwrap() > 500_000_000,
+        "{fast}"
+    );
+    let log = result["log"].to_string();
+    assert!(log.contains("may speak only for its own threads"), "{log}");
+    assert!(log.contains("no scheduler `nosuch`"), "{log}");
+    assert!(
+        !std::path::Path::new(socket).exists(),
+        "the socket is removed"
+    );
+}

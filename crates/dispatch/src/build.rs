@@ -3,7 +3,7 @@
 
 use crate::{AttachLink, Dispatcher, Platform};
 use hsched_core::{Instant, SchedId};
-use hsched_model::{Scenario, SchedulerSpec};
+use hsched_model::{Action, Scenario, SchedulerSpec};
 
 /// Creates the scenario's scheduler instances and attaches them, parents first.
 pub fn build_hierarchy(
@@ -88,4 +88,52 @@ pub fn load(
         return Err(e);
     }
     Ok(s)
+}
+
+/// Carries out a change of the hierarchy, from a scenario's script or an
+/// operator (load, unload, detach, attach, move a thread, message a
+/// scheduler) at `now`: what was done, or why it was refused (nothing
+/// changed). `None` for an action that is not the hierarchy's (protection
+/// domains, which belong to the platform).
+pub fn apply(
+    disp: &mut Dispatcher,
+    platform: &mut dyn Platform,
+    now: Instant,
+    action: &Action,
+) -> Option<Result<String, String>> {
+    let by_name = |disp: &Dispatcher, verb: &str, name: &str| {
+        disp.sched_by_name(name)
+            .ok_or_else(|| format!("{verb}: no scheduler `{name}`"))
+    };
+    Some(match action {
+        Action::Load(spec) => load(disp, platform, now, spec)
+            .map(|_| format!("loaded `{}` ({})", spec.name, spec.policy)),
+        Action::Unload(name) => by_name(disp, "unload", name).and_then(|s| {
+            disp.destroy(platform, now, s)
+                .map(|_| format!("unloaded `{name}`"))
+        }),
+        Action::Detach(name) => by_name(disp, "detach", name).and_then(|s| {
+            disp.detach(platform, now, s)
+                .map(|_| format!("detached `{name}`"))
+        }),
+        Action::Attach { scheduler, parents } => by_name(disp, "attach", scheduler).and_then(|s| {
+            let l = links(disp, parents).map_err(|e| format!("attach `{scheduler}`: {e}"))?;
+            disp.attach(platform, now, s, &l)
+                .map(|_| format!("attached `{scheduler}`"))
+        }),
+        Action::Move { thread, to, params } => match disp.thread_by_name(thread) {
+            None => Err(format!("move: thread `{thread}` has not arrived")),
+            Some(t) => by_name(disp, "move", to).and_then(|s| {
+                disp.move_thread(platform, now, t, s, params)
+                    .map(|_| format!("moved `{thread}` to `{to}`"))
+            }),
+        },
+        Action::Msg { to, msg } => {
+            by_name(disp, "msg", to).and_then(|s| match disp.message(platform, now, None, s, msg) {
+                hsched_core::Reply::Ok(p) => Ok(format!("`{to}` accepted {msg}: {p}")),
+                hsched_core::Reply::Err(e) => Err(format!("`{to}` refused {msg}: {e}")),
+            })
+        }
+        Action::Domain(_) | Action::Kill(_) | Action::Create(_) => return None,
+    })
 }

@@ -288,6 +288,11 @@ impl Dispatcher {
     pub fn thread_name(&self, t: ThreadId) -> &str {
         &self.threads[t.index()].name
     }
+    /// The first thread of that name to have arrived.
+    pub fn thread_by_name(&self, name: &str) -> Option<ThreadId> {
+        let i = self.threads.iter().position(|t| t.name == name)?;
+        Some(ThreadId(i as u32))
+    }
     /// The earliest time `advance` has work to do.
     pub fn next_deadline(&self) -> Option<Instant> {
         self.timers.peek().map(|Reverse((at, _, _))| *at)

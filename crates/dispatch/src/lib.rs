@@ -24,6 +24,6 @@ mod checks;
 mod dispatcher;
 mod hierarchy;
 
-pub use build::{build_hierarchy, links, load};
+pub use build::{apply, build_hierarchy, links, load};
 pub use dispatcher::{Config, Dispatcher, Platform};
 pub use hierarchy::AttachLink;

@@ -19,16 +19,19 @@
 //! The agent waits for the kernel's events and for its next deadline
 //! together (a CLOCK_MONOTONIC timerfd, timer slack 1 ns).
 //!
-//! Not yet here (issue 7 goes on): the control socket, messages to
-//! schedulers, the script.
+//! With [`Agent::listen`], it answers control requests ([`crate::control`])
+//! between events: messages to schedulers and changes of the hierarchy.
 
+use crate::control::{authorize, ControlSocket, Peer, Request, Response, Speaker};
 use crate::events::{monotonic_ns, SchedEvent, SchedEvents};
 use crate::guardian::{Guardian, Line, Original, Watch};
 use crate::observe::{Observations, Seen};
 use crate::sys::{self, SchedAttr, SCHED_IDLE};
-use hsched_core::{CpuId, Instant, Params, ThreadId};
+use hsched_core::{CpuId, Instant, Msg, Params, Reply, ThreadId};
 use hsched_dispatch::{Config, Dispatcher, Platform};
+use hsched_model::{Action, LogEntry, LogKind};
 use std::collections::HashMap;
+use std::fmt::Write as _;
 use std::io;
 use std::path::Path;
 use std::time::Duration;
@@ -164,6 +167,10 @@ pub struct Agent {
     lateness: Vec<u64>,
     /// The managed threads' switches and wakeups, for the figures.
     observed: Observations,
+    /// Where control requests come in, if anywhere.
+    control: Option<ControlSocket>,
+    /// What control requests did.
+    log: Vec<LogEntry>,
 }
 
 impl Agent {
@@ -232,6 +239,8 @@ impl Agent {
             last_beat: std::time::Instant::now(),
             lateness: Vec::new(),
             observed: Observations::default(),
+            control: None,
+            log: Vec::new(),
         })
     }
 
@@ -364,8 +373,11 @@ impl Agent {
             self.timer
                 .arm_at(self.start_ns + until.0)
                 .map_err(|e| format!("arming the timer: {e}"))?;
-            let fds = [self.events.fd(), self.timer.fd()];
-            sys::poll_readable(&fds, HEARTBEAT_EVERY)
+            let mut fds = vec![self.events.fd(), self.timer.fd()];
+            if let Some(c) = &self.control {
+                fds.extend(c.fds());
+            }
+            let ready = sys::poll_readable(&fds, HEARTBEAT_EVERY)
                 .map_err(|e| format!("waiting for kernel events: {e}"))?;
             self.timer.clear();
             seen.clear();
@@ -394,6 +406,9 @@ impl Agent {
                 }
             }
             self.now = self.clock(monotonic_ns());
+            if ready[2..].contains(&true) {
+                self.serve_control();
+            }
             if until < end && self.now >= until {
                 self.lateness.push(self.now.0 - until.0);
             }
@@ -405,6 +420,168 @@ impl Agent {
                     .map_err(|e| format!("the guardian is gone: {e}"))?;
             }
         }
+    }
+
+    /// Listens for control requests at `path` from now on (see
+    /// [`crate::control`]).
+    pub fn listen(&mut self, path: &Path) -> Result<(), String> {
+        self.control =
+            Some(ControlSocket::bind(path).map_err(|e| format!("the control socket: {e}"))?);
+        Ok(())
+    }
+
+    /// Answers the control requests that have come in.
+    fn serve_control(&mut self) {
+        let Some(mut control) = self.control.take() else {
+            return;
+        };
+        control.serve(|peer, req| self.answer(peer, req));
+        self.control = Some(control);
+    }
+
+    /// Carries out one control request from `peer`, logging what it did.
+    fn answer(&mut self, peer: &Peer, req: Request) -> Response {
+        let managed: Vec<(String, i32)> = (0..self.platform.tids.len())
+            .map(|i| {
+                let name = self.disp.thread_name(ThreadId(i as u32)).to_string();
+                (name, self.platform.pids[i])
+            })
+            .collect();
+        let speaker = match authorize(peer, &managed, &req) {
+            Ok(s) => s,
+            Err(e) => return self.logged(Response::refused(e), peer),
+        };
+        let now = self.now;
+        let action = match req {
+            Request::Status => {
+                return Response {
+                    ok: true,
+                    text: self.status(),
+                    reply: Params::new(),
+                }
+            }
+            Request::Msg { to, name, args, .. } => {
+                return self.message(peer, &speaker, to.as_deref(), Msg { name, args })
+            }
+            Request::Move { thread, to, params } => Action::Move { thread, to, params },
+            Request::Load { scheduler } => Action::Load(scheduler),
+            Request::Unload { scheduler } => Action::Unload(scheduler),
+            Request::Detach { scheduler } => Action::Detach(scheduler),
+            Request::Attach { scheduler, parents } => Action::Attach { scheduler, parents },
+        };
+        let result = hsched_dispatch::apply(&mut self.disp, &mut self.platform, now, &action)
+            .expect("control requests are hierarchy actions");
+        let response = match result {
+            Ok(text) => Response {
+                ok: true,
+                text,
+                reply: Params::new(),
+            },
+            Err(e) => Response::refused(e),
+        };
+        self.logged(response, peer)
+    }
+
+    /// Message `msg` to scheduler `to` (by default the speaker's) from
+    /// `speaker`.
+    fn message(&mut self, peer: &Peer, speaker: &Speaker, to: Option<&str>, msg: Msg) -> Response {
+        let from = match speaker {
+            Speaker::Operator => None,
+            Speaker::Thread(name) => match self.disp.thread_by_name(name) {
+                Some(t) => Some(t),
+                None => return self.logged(Response::refused(format!("no thread `{name}`")), peer),
+            },
+        };
+        let target = match to {
+            Some(name) => self
+                .disp
+                .sched_by_name(name)
+                .ok_or(format!("no scheduler `{name}`")),
+            None => from.and_then(|t| self.disp.thread_sched(t)).ok_or_else(|| {
+                "name the scheduler (`to`): the operator has none of its own".into()
+            }),
+        };
+        let s = match target {
+            Ok(s) => s,
+            Err(e) => return self.logged(Response::refused(e), peer),
+        };
+        let reply = self
+            .disp
+            .message(&mut self.platform, self.now, from, s, &msg);
+        let sender = from.map_or("operator".to_string(), |t| {
+            format!("`{}`", self.disp.thread_name(t))
+        });
+        let text = format!("{sender} -> `{}` {msg}: {reply}", self.disp.sched_name(s));
+        let response = match reply {
+            Reply::Ok(reply) => Response {
+                ok: true,
+                text,
+                reply,
+            },
+            Reply::Err(_) => Response::refused(text),
+        };
+        self.logged(response, peer)
+    }
+
+    /// Logs a control request's outcome (as the simulator logs script
+    /// steps and replies) and returns it.
+    fn logged(&mut self, response: Response, peer: &Peer) -> Response {
+        let kind = if response.ok {
+            LogKind::Reply
+        } else {
+            LogKind::Refused
+        };
+        self.log.push(LogEntry {
+            at: self.now,
+            kind,
+            text: format!("control (pid {}): {}", peer.pid, response.text),
+        });
+        response
+    }
+
+    /// The managed threads and their schedulers, one per line.
+    fn status(&self) -> String {
+        let mut out = format!("{} decisions {}\n", self.now, self.disp.decisions());
+        for (i, tid) in self.platform.tids.iter().enumerate() {
+            let t = ThreadId(i as u32);
+            let _ = writeln!(
+                out,
+                "thread {} tid {tid} under {}",
+                self.disp.thread_name(t),
+                self.sched_of(t)
+            );
+        }
+        for n in self.disp.node_results() {
+            let _ = writeln!(
+                out,
+                "scheduler {} ({}) received {}",
+                n.name, n.policy, n.received
+            );
+        }
+        out
+    }
+
+    /// Carries out a change of the hierarchy now, logged as the simulator
+    /// logs a script step. Protection-domain actions are not the
+    /// hierarchy's and are refused.
+    pub fn script(&mut self, action: &Action) {
+        self.now = self.clock(monotonic_ns());
+        let result = hsched_dispatch::apply(&mut self.disp, &mut self.platform, self.now, action)
+            .unwrap_or_else(|| Err("protection domains are not run live".into()));
+        let (kind, text) = match result {
+            Ok(text) => (LogKind::Script, text),
+            Err(text) => (LogKind::Refused, text),
+        };
+        self.log.push(LogEntry {
+            at: self.now,
+            kind,
+            text,
+        });
+    }
+
+    /// What the script and the control socket did, in order.
+    pub fn log(&self) -> &[LogEntry] {
+        &self.log
     }
 
     /// Records a kernel event of a managed thread, at the agent's `now`.

@@ -12,6 +12,7 @@
 #![cfg(target_os = "linux")]
 
 pub mod agent;
+pub mod control;
 pub mod events;
 pub mod guardian;
 pub mod observe;

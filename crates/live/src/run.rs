@@ -11,13 +11,14 @@
 //! - otherwise hsched's instrumented worker ([`crate::worker`]) executing
 //!   the thread's workload program, started and ended like a command.
 //!
-//! For now only a process's main thread is managed, and the script is not
-//! played.
+//! The script's hierarchy changes are played at their times, and the
+//! control socket ([`crate::control`]) takes requests while it runs. For
+//! now only a process's main thread is managed.
 
 use crate::agent::Agent;
 use crate::observe::{Observations, Seen};
 use hsched_core::{Duration, Instant, ThreadId};
-use hsched_model::{RunResult, Scenario, ThreadResult};
+use hsched_model::{Action, RunResult, Scenario, ThreadResult};
 use std::ffi::OsStr;
 use std::process::{Child, Command, Stdio};
 
@@ -40,6 +41,9 @@ pub struct LiveOptions {
     pub worker: Vec<std::ffi::OsString>,
     /// Record the timeline ([`RunResult::trace`]).
     pub trace: bool,
+    /// Where to listen for control requests ([`crate::control`]); the
+    /// workers' `msg` operations come through it too.
+    pub control: Option<std::path::PathBuf>,
 }
 
 /// A managed process: a command started for a thread, or one attached.
@@ -111,17 +115,47 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             _ => Ok(None),
         })
         .collect::<Result<Vec<_>, String>>()?;
+    let messages = plans
+        .iter()
+        .flatten()
+        .any(|p| crate::worker::sends_messages(p));
+    if messages && opts.control.is_none() {
+        return Err("the workers send messages (`msg`), and there is no control socket to send them through".into());
+    }
     if plans.iter().any(Option::is_some) && opts.worker.is_empty() {
         return Err(
             "threads without a `command` need hsched's worker program, and none was given".into(),
         );
     }
+    // The script's hierarchy changes are played; protection domains
+    // (Yau et al. §6) are the simulator's: a domain declared at time zero
+    // only groups threads, anything more is refused.
+    if let Some(e) = scn.script.iter().find(|e| match &e.action {
+        Action::Domain(_) => e.at > Instant::ZERO,
+        Action::Kill(_) | Action::Create(_) => true,
+        _ => false,
+    }) {
+        return Err(format!(
+            "the script at t={} starts, creates or kills a protection domain: `hsched live` does not run protection domains (run it in `hsched sim`)",
+            e.at
+        ));
+    }
+    let mut script: Vec<&hsched_model::ScriptEvent> = scn
+        .script
+        .iter()
+        .filter(|e| !matches!(e.action, Action::Domain(_)))
+        .collect();
+    script.sort_by_key(|e| e.at);
+    let mut next_step = 0;
     let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
     let cpus = pick_cpus(scn.machine.cpus)?;
     let guardian: Vec<&OsStr> = opts.guardian.iter().map(|s| s.as_os_str()).collect();
     let mut agent = Agent::new(&cpus, &guardian, scn.machine.watchdog)?;
     if opts.hard_parking {
         agent.park_hard()?;
+    }
+    if let Some(path) = &opts.control {
+        agent.listen(path)?;
     }
     {
         let (disp, platform) = agent.dispatcher();
@@ -156,6 +190,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                                     zero_ns: agent.zero_ns(),
                                     seed: scn.seed,
                                     stream: i as u64 + 1,
+                                    control: opts.control.clone(),
                                     steps: steps.clone().expect("planned above"),
                                 };
                                 let file = crate::sys::memfd(c"hsched-jobs")
@@ -194,9 +229,18 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                     exit: None,
                 });
             }
-            let until = order
-                .get(next)
-                .map_or(horizon, |&i| scn.threads[i].arrival.min(horizon));
+            // Script steps due now, after the arrivals at the same time
+            // (as in simulation).
+            while next_step < script.len() && script[next_step].at <= agent.now() {
+                agent.script(&script[next_step].action);
+                next_step += 1;
+            }
+            let arrival = order.get(next).map(|&i| scn.threads[i].arrival);
+            let step = script.get(next_step).map(|e| e.at);
+            let until = [arrival, step]
+                .into_iter()
+                .flatten()
+                .fold(horizon, Instant::min);
             let mut last_look = std::time::Instant::now();
             agent.run_until(until, |agent| {
                 // Exits, looked for every 10ms (reading /proc costs the
@@ -233,16 +277,12 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         }
     }
     let decisions = agent.decisions();
-    let errors: Vec<hsched_model::LogEntry> = agent
-        .changes()
-        .1
-        .iter()
-        .map(|e| hsched_model::LogEntry {
-            at: horizon,
-            kind: hsched_model::LogKind::Refused,
-            text: format!("could not change a managed thread: {e}"),
-        })
-        .collect();
+    let mut log = agent.log().to_vec();
+    log.extend(agent.changes().1.iter().map(|e| hsched_model::LogEntry {
+        at: horizon,
+        kind: hsched_model::LogKind::Refused,
+        text: format!("could not change a managed thread: {e}"),
+    }));
     let nodes = agent.node_results().to_vec();
     let schedulers: Vec<String> = started.iter().map(|s| agent.sched_of(s.id)).collect();
     let agent_observations = agent.observations().clone();
@@ -317,7 +357,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         events: observed.log.len() as u64,
         wall_ns: wall.elapsed().as_nanos() as u64,
         jobs,
-        log: errors,
+        log,
         trace,
         ..RunResult::default()
     })

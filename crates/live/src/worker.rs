@@ -20,9 +20,10 @@
 //! F <record> <at>                          it finished
 //! ```
 //!
-//! Times are ns since the run's time zero. Operations that need other
-//! threads or the hierarchy (locks, semaphores, messages, calls) are
-//! refused by [`plan`] before anything starts.
+//! Times are ns since the run's time zero. A `msg` goes to the agent
+//! through the run's control socket, as the thread itself. Operations
+//! that need other threads (locks, semaphores, calls) are refused by
+//! [`plan`] before anything starts.
 
 use hsched_core::{Duration, Instant, ThreadId};
 use hsched_model::{Dist, JobRecord, Op};
@@ -40,6 +41,12 @@ pub enum Step {
     Spin(Dist),
     Sleep(Dist),
     Yield,
+    /// A message to a scheduler (`None`: the thread's own), through the
+    /// run's control socket.
+    Msg {
+        to: Option<String>,
+        msg: hsched_core::Msg,
+    },
     Loop {
         count: Option<u64>,
         body: Vec<Step>,
@@ -68,11 +75,14 @@ pub struct WorkerSpec {
     pub seed: u64,
     /// The random stream (the simulator's: thread index + 1).
     pub stream: u64,
+    /// The run's control socket, for `msg`.
+    #[serde(default)]
+    pub control: Option<std::path::PathBuf>,
     pub steps: Vec<Step>,
 }
 
 /// The worker's program for workload `ops`, or why the worker cannot run
-/// it (naming the operation).
+/// it (naming the operation). A `msg` needs the run's control socket.
 pub fn plan(ops: &[Op]) -> Result<Vec<Step>, String> {
     ops.iter()
         .map(|op| {
@@ -81,6 +91,13 @@ pub fn plan(ops: &[Op]) -> Result<Vec<Step>, String> {
                 Op::Spin(d) => Step::Spin(d.clone()),
                 Op::Sleep(d) => Step::Sleep(d.clone()),
                 Op::Yield => Step::Yield,
+                Op::Msg { to, msg } => Step::Msg {
+                    to: match to {
+                        hsched_model::Target::Parent => None,
+                        hsched_model::Target::Named(n) => Some(n.clone()),
+                    },
+                    msg: msg.clone(),
+                },
                 Op::Exit => Step::Exit,
                 Op::Loop { count, body } => Step::Loop {
                     count: *count,
@@ -110,13 +127,24 @@ pub fn plan(ops: &[Op]) -> Result<Vec<Step>, String> {
                 },
                 other => {
                     return Err(format!(
-                        "`{}` is not run by the live worker (it runs run, spin, sleep, yield, loop, periodic, frames and exit); give the thread a `command`, or run the scenario in `hsched sim`",
+                        "`{}` is not run by the live worker (it runs run, spin, sleep, yield, msg, loop, periodic, frames and exit); give the thread a `command`, or run the scenario in `hsched sim`",
                         op_name(other)
                     ))
                 }
             })
         })
         .collect()
+}
+
+/// Whether a program sends messages (and so needs the control socket).
+pub fn sends_messages(steps: &[Step]) -> bool {
+    steps.iter().any(|s| match s {
+        Step::Msg { .. } => true,
+        Step::Loop { body, .. } | Step::Periodic { body, .. } | Step::Frames { body, .. } => {
+            sends_messages(body)
+        }
+        _ => false,
+    })
 }
 
 /// The scenario key of an operation, for messages.
@@ -187,6 +215,9 @@ struct Worker<W: Write> {
     rng: ChaCha8Rng,
     out: W,
     records: u64,
+    control: Option<std::path::PathBuf>,
+    /// Connected at the first `msg`.
+    client: Option<crate::control::Client>,
 }
 
 impl<W: Write> Worker<W> {
@@ -207,6 +238,24 @@ impl<W: Write> Worker<W> {
         self.records += 1;
         self.report(format_args!("R {record} {job} {release} {deadline}"));
         record
+    }
+
+    /// Sends a message for this thread through the control socket.
+    fn send(&mut self, to: Option<String>, msg: &hsched_core::Msg) -> std::io::Result<()> {
+        if self.client.is_none() {
+            let path = self.control.as_deref().ok_or_else(|| {
+                std::io::Error::new(std::io::ErrorKind::NotFound, "no control socket given")
+            })?;
+            self.client = Some(crate::control::Client::connect(path)?);
+        }
+        let client = self.client.as_mut().expect("connected above");
+        client.request(&crate::control::Request::Msg {
+            thread: None,
+            to,
+            name: msg.name.clone(),
+            args: msg.args.clone(),
+        })?;
+        Ok(())
     }
 
     fn steps(&mut self, steps: &[Step]) -> Flow {
@@ -241,6 +290,11 @@ impl<W: Write> Worker<W> {
             Step::Yield => unsafe {
                 libc::sched_yield();
             },
+            Step::Msg { to, msg } => {
+                // The agent logs the answer; the program goes on either way
+                // (the socket is gone only once the run is over).
+                let _ = self.send(to.clone(), msg);
+            }
             Step::Exit => return Flow::Exit,
             Step::Loop { count, body } => {
                 let mut done = 0;
@@ -335,6 +389,8 @@ pub fn run(spec: &WorkerSpec, out: impl Write) {
         rng,
         out,
         records: 0,
+        control: spec.control.clone(),
+        client: None,
     };
     worker.steps(&spec.steps);
 }
@@ -423,6 +479,7 @@ mod tests {
             zero_ns: 7,
             seed: 3,
             stream: 2,
+            control: None,
             steps: plan(&[Op::Periodic {
                 period: Duration::from_millis(10),
                 deadline: Duration::from_millis(10),
@@ -442,6 +499,7 @@ mod tests {
             zero_ns: clock_ns(libc::CLOCK_MONOTONIC),
             seed: 1,
             stream: 1,
+            control: None,
             steps: vec![Step::Periodic {
                 period: Duration::from_millis(5),
                 deadline: Duration::from_millis(5),
@@ -475,6 +533,7 @@ mod tests {
             zero_ns: clock_ns(libc::CLOCK_MONOTONIC),
             seed: 1,
             stream: 1,
+            control: None,
             steps: vec![Step::Frames {
                 max_gap: Duration::from_millis(1),
                 count: Some(3),

@@ -40,7 +40,7 @@ pub struct Machine {
 }
 
 /// One scheduler instance.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SchedulerSpec {
     pub name: String,
     /// Registered policy name (`rr`, `fp`, ...).
@@ -52,7 +52,7 @@ pub struct SchedulerSpec {
 }
 
 /// One attachment of a scheduler under a parent.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ParentLink {
     pub parent: String,
     /// How many VPs it registers with that parent (CPUs it may use at once

@@ -7,7 +7,6 @@ use crate::program::{
     FramesState, Instr, PeriodicState, RandresJob, RandresPhase, RandresState, SyncKind,
 };
 use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
-use hsched_dispatch::{links, load};
 use hsched_dispatch::{Dispatcher, Platform};
 use hsched_model::{
     Action, ConstraintLoad, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult,
@@ -550,47 +549,6 @@ impl World {
     fn script(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, i: usize) {
         let action = &scn.script[i].action;
         let result: Result<String, String> = match action {
-            Action::Load(spec) => load(disp, self, now, spec)
-                .map(|_| format!("loaded `{}` ({})", spec.name, spec.policy)),
-            Action::Unload(name) => match disp.sched_by_name(name) {
-                Some(s) => disp
-                    .destroy(self, now, s)
-                    .map(|_| format!("unloaded `{name}`")),
-                None => Err(format!("unload: no scheduler `{name}`")),
-            },
-            Action::Detach(name) => match disp.sched_by_name(name) {
-                Some(s) => disp
-                    .detach(self, now, s)
-                    .map(|_| format!("detached `{name}`")),
-                None => Err(format!("detach: no scheduler `{name}`")),
-            },
-            Action::Attach { scheduler, parents } => {
-                match (disp.sched_by_name(scheduler), links(disp, parents)) {
-                    (Some(s), Ok(l)) => disp
-                        .attach(self, now, s, &l)
-                        .map(|_| format!("attached `{scheduler}`")),
-                    (None, _) => Err(format!("attach: no scheduler `{scheduler}`")),
-                    (_, Err(e)) => Err(format!("attach `{scheduler}`: {e}")),
-                }
-            }
-            Action::Move { thread, to, params } => {
-                let t = (0..self.threads.len())
-                    .find(|&t| disp.thread_name(ThreadId(t as u32)) == thread);
-                match (t, disp.sched_by_name(to)) {
-                    (Some(t), Some(s)) => disp
-                        .move_thread(self, now, ThreadId(t as u32), s, params)
-                        .map(|_| format!("moved `{thread}` to `{to}`")),
-                    (None, _) => Err(format!("move: thread `{thread}` has not arrived")),
-                    (_, None) => Err(format!("move: no scheduler `{to}`")),
-                }
-            }
-            Action::Msg { to, msg } => match disp.sched_by_name(to) {
-                Some(s) => match disp.message(self, now, None, s, msg) {
-                    hsched_core::Reply::Ok(p) => Ok(format!("`{to}` accepted {msg}: {p}")),
-                    hsched_core::Reply::Err(e) => Err(format!("`{to}` refused {msg}: {e}")),
-                },
-                None => Err(format!("msg: no scheduler `{to}`")),
-            },
             // Those at time zero were created with the world.
             Action::Domain(spec) if scn.script[i].at == Instant::ZERO => Ok(format!(
                 "domain `{}` {}",
@@ -606,6 +564,8 @@ impl World {
                 }
                 return;
             }
+            hierarchy => hsched_dispatch::apply(disp, self, now, hierarchy)
+                .expect("every other action is the hierarchy's"),
         };
         match result {
             Ok(text) => self.record(now, LogKind::Script, text),
