@@ -72,6 +72,10 @@ enum Cmd {
         /// Run every entry; exits 1 if any verdict fails.
         #[arg(long)]
         all: bool,
+        /// The experiments on this machine's real CPUs (`hsched live`
+        /// against plain Linux, side by side; needs root).
+        #[arg(long)]
+        live: bool,
     },
     /// Measure simulator throughput and decision cost per hierarchy level.
     Bench {
@@ -247,7 +251,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
         Cmd::Check(args) => check(&args),
         Cmd::Policies { name, plugins } => policies(name.as_deref(), &plugins),
-        Cmd::Repro { name, list, all } => repro::command(name.as_deref(), list, all),
+        Cmd::Repro {
+            name,
+            list,
+            all,
+            live,
+        } => repro::command(name.as_deref(), list, all, live),
         Cmd::Bench { quick } => bench::command(quick),
     }
 }

@@ -8,6 +8,7 @@
 mod common;
 
 use common::{hsched, repo, text, tmp};
+use hsched_live::agent::RUN_NICE;
 use hsched_live::sys::{self, SCHED_OTHER};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -55,13 +56,17 @@ fn the_live_example_shares_the_cpu_as_the_simulation_does() {
 
 #[test]
 fn a_program_the_worker_cannot_run_is_refused_with_exit_2() {
-    // rialto.toml's threads send messages to their schedulers.
-    let file = repo().join("scenarios/examples/rialto.toml");
+    let file = tmp("live", "locks.toml");
+    std::fs::write(
+        &file,
+        "name = \"locks\"\nhorizon = \"1s\"\n[[scheduler]]\nname = \"rr\"\npolicy = \"rr\"\n[[thread]]\nname = \"a\"\nprogram = [ { lock = \"m\" }, { run = \"1ms\" }, { unlock = \"m\" } ]\n",
+    )
+    .unwrap();
     let out = hsched(&["live", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(
-        err.contains("`msg` is not run by the live worker") && err.contains("rialto.toml"),
+        err.contains("`lock` is not run by the live worker") && err.contains("locks.toml"),
         "{err}"
     );
 }
@@ -147,7 +152,7 @@ fn children(pid: u32) -> Vec<i32> {
 }
 
 #[test]
-fn a_sigkilled_agent_leaves_no_thread_at_real_time_or_stopped() {
+fn a_sigkilled_agent_leaves_no_thread_raised_or_stopped() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     if !privileged() {
         return;
@@ -197,7 +202,7 @@ program = [ { run = "100s" } ]
             .collect();
         let raised = mine
             .iter()
-            .any(|&p| sys::get_attr(p).is_ok_and(|a| a.is_realtime()));
+            .any(|&p| sys::get_attr(p).is_ok_and(|a| a.nice == RUN_NICE));
         let stopped = mine
             .iter()
             .any(|&p| sys::thread_state(p, p).is_ok_and(|s| s == 'T'));
@@ -215,7 +220,7 @@ program = [ { run = "100s" } ]
     agent.wait().unwrap();
     let killed = Instant::now();
     let back = |p: i32| {
-        sys::get_attr(p).is_ok_and(|a| a.policy == SCHED_OTHER)
+        sys::get_attr(p).is_ok_and(|a| a.policy == SCHED_OTHER && a.nice == 0)
             && sys::thread_state(p, p).is_ok_and(|s| s != 'T')
     };
     while !hogs.iter().all(|&p| back(p)) && killed.elapsed() < Duration::from_secs(1) {

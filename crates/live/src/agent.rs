@@ -4,14 +4,24 @@
 //! wakeup events ([`crate::events`]) and the real clock, and applies each
 //! decision to the managed threads:
 //!
-//! - on a CPU: `SCHED_FIFO` at [`RUN_PRIORITY`], pinned to that CPU;
+//! - on a CPU: `SCHED_OTHER` at nice [`RUN_NICE`], pinned to that CPU;
 //! - parked soft (as Vassal delegates to the native scheduler):
 //!   `SCHED_IDLE`, pinned to the managed CPUs, so Linux may run it only on
-//!   time nobody else wants there;
+//!   time nobody else wants there (against a nice -20 thread, a
+//!   `SCHED_IDLE` one weighs 3 in 88761: it runs when the CPU would idle);
 //! - parked hard ([`Agent::park_hard`]): also its process stopped.
 //!
-//! The agent itself runs at [`AGENT_PRIORITY`], above every managed
-//! thread, with its memory locked; before it touches a thread it tells the
+//! Why not `SCHED_FIFO` on the CPU: real-time throttling. With managed
+//! threads using a CPU fully at a real-time priority, the kernel stops
+//! them all for 50 ms of every second (`sched_rt_runtime_us`, 95%).
+//! Measured with HLS Table 5's frame loop (RESBS 10, 33): gaps of 60 ms
+//! between frames once a second at `SCHED_FIFO`, at most 34.3 ms at
+//! nice -20. Nor is throttling turned off: it is what keeps a CPU's
+//! kernel threads alive under a runaway real-time thread.
+//!
+//! The agent itself runs at `SCHED_FIFO` [`AGENT_PRIORITY`], above every
+//! managed thread, off the managed CPUs where there are others, with its
+//! memory locked; before it touches a thread it tells the
 //! guardian ([`crate::guardian`]) the thread's original state, and it
 //! gives the guardian a heartbeat: silent for [`HEARTBEAT_TIMEOUT`], it is
 //! killed and every thread restored.
@@ -38,8 +48,23 @@ use std::time::Duration;
 
 /// The agent's own `SCHED_FIFO` priority.
 pub const AGENT_PRIORITY: u32 = 50;
-/// The priority of a managed thread the hierarchy put on a CPU.
-pub const RUN_PRIORITY: u32 = 40;
+/// The nice value of a managed thread the hierarchy put on a CPU.
+pub const RUN_NICE: i32 = -20;
+/// A managed thread on its CPU: nice [`RUN_NICE`], and what it forks
+/// starts at nice 0 (reset on fork), not above everything else on the
+/// machine, until the agent has adopted it.
+const RUN_ATTR: SchedAttr = SchedAttr {
+    size: 0,
+    policy: sys::SCHED_OTHER,
+    flags: sys::SCHED_FLAG_RESET_ON_FORK,
+    nice: RUN_NICE,
+    priority: 0,
+    runtime: 0,
+    deadline: 0,
+    period: 0,
+    util_min: 0,
+    util_max: 0,
+};
 /// How long the guardian waits for a sign of life before it takes the
 /// agent for hung, kills it and restores every thread.
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -77,13 +102,23 @@ struct LivePlatform {
     to_guardian: Option<std::fs::File>,
     /// Processes stopped now.
     stopped: std::collections::HashSet<i32>,
+    /// Each thread's affinity as last set, by dispatcher thread id
+    /// (missing: not set yet).
+    pinned: Vec<Option<Pin>>,
+}
+
+/// A managed thread's CPU affinity: one real CPU, or all the managed ones.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pin {
+    One(usize),
+    All,
 }
 
 impl LivePlatform {
     fn park(&mut self, t: ThreadId) {
         let tid = self.tids[t.index()];
-        let mut r = sys::set_attr(tid, &SchedAttr::fair(SCHED_IDLE, 0))
-            .and_then(|()| sys::set_affinity(tid, &self.cpus));
+        let mut r =
+            sys::set_attr(tid, &SchedAttr::fair(SCHED_IDLE, 0)).and_then(|()| self.pin(t, None));
         if self.hard && r.is_ok() {
             r = self.stop_process(self.pids[t.index()]);
         }
@@ -92,8 +127,9 @@ impl LivePlatform {
 
     fn run(&mut self, t: ThreadId, cpu: usize) {
         let tid = self.tids[t.index()];
-        let mut r = sys::set_affinity(tid, &[self.cpus[cpu]])
-            .and_then(|()| sys::set_attr(tid, &SchedAttr::fifo(RUN_PRIORITY)));
+        let mut r = self
+            .pin(t, Some(cpu))
+            .and_then(|()| sys::set_attr(tid, &RUN_ATTR));
         if r.is_ok() {
             r = self.continue_process(self.pids[t.index()]);
         }
@@ -123,6 +159,32 @@ impl LivePlatform {
             use std::io::Write;
             writeln!(g, "{}", Line::Resumed(pid))?;
         }
+        Ok(())
+    }
+
+    /// Pins thread `t` to managed CPU `cpu`, or to all of them, unless it
+    /// is already: the call costs the agent microseconds, and with one
+    /// managed CPU running and parking pin to the same. (So a thread that
+    /// changes its own affinity keeps it until the agent pins it
+    /// elsewhere.)
+    fn pin(&mut self, t: ThreadId, cpu: Option<usize>) -> io::Result<()> {
+        let pin = match cpu {
+            Some(c) => Pin::One(self.cpus[c]),
+            None if self.cpus.len() == 1 => Pin::One(self.cpus[0]),
+            None => Pin::All,
+        };
+        if self.pinned.get(t.index()) == Some(&Some(pin)) {
+            return Ok(());
+        }
+        let cpus = match pin {
+            Pin::One(c) => &[c][..],
+            Pin::All => &self.cpus,
+        };
+        sys::set_affinity(self.tids[t.index()], cpus)?;
+        if self.pinned.len() <= t.index() {
+            self.pinned.resize(t.index() + 1, None);
+        }
+        self.pinned[t.index()] = Some(pin);
         Ok(())
     }
 
@@ -171,6 +233,14 @@ pub struct Agent {
     control: Option<ControlSocket>,
     /// What control requests did.
     log: Vec<LogEntry>,
+    /// The CPUs this process was allowed at the start (the commands it
+    /// starts get them).
+    all_cpus: Vec<usize>,
+    /// By managed thread: the head of its family, its attachment
+    /// parameters, when it ended.
+    family: Vec<ThreadId>,
+    params: Vec<Params>,
+    exits: Vec<Option<Instant>>,
 }
 
 impl Agent {
@@ -196,6 +266,19 @@ impl Agent {
         )
         .map_err(|e| format!("starting the guardian: {e}"))?;
         let _ = sys::lock_memory();
+        // Off the managed CPUs where there are others: each switch there is
+        // an event that wakes the agent, and an agent woken on the CPU it
+        // watches makes a switch of its own there, without end.
+        let all_cpus = sys::get_affinity(0).map_err(|e| format!("the agent's CPUs: {e}"))?;
+        let others: Vec<usize> = all_cpus
+            .iter()
+            .copied()
+            .filter(|c| !cpus.contains(c))
+            .collect();
+        if !others.is_empty() {
+            sys::set_affinity(0, &others)
+                .map_err(|e| format!("moving the agent off the managed CPUs: {e}"))?;
+        }
         // Reset on fork: the commands the agent starts begin at the
         // default policy, not at the agent's real-time priority (which the
         // guardian would otherwise take for their original state).
@@ -228,6 +311,7 @@ impl Agent {
                 hard: false,
                 to_guardian: None,
                 stopped: Default::default(),
+                pinned: Vec::new(),
             },
             events,
             timer,
@@ -241,6 +325,10 @@ impl Agent {
             observed: Observations::default(),
             control: None,
             log: Vec::new(),
+            all_cpus,
+            family: Vec::new(),
+            params: Vec::new(),
+            exits: Vec::new(),
         })
     }
 
@@ -251,7 +339,9 @@ impl Agent {
 
     /// Takes over thread `tid` as `name` under scheduler `parent` with
     /// attachment `params`: the guardian learns its original state first,
-    /// then it is parked until the hierarchy gives it a CPU.
+    /// then it is parked until the hierarchy gives it a CPU. The threads
+    /// and processes it creates from then on are taken over too (see
+    /// [`Agent::family`]).
     pub fn manage(
         &mut self,
         tid: i32,
@@ -261,22 +351,56 @@ impl Agent {
     ) -> Result<ThreadId, String> {
         let original =
             Original::capture(tid).map_err(|e| format!("thread {tid} (`{name}`): {e}"))?;
-        self.guardian
-            .send(&Line::Manage(original.clone()))
-            .map_err(|e| format!("telling the guardian: {e}"))?;
-        self.originals.push(original);
         let parent = self
             .disp
             .sched_by_name(parent)
             .or(self.disp.default_sched())
             .ok_or_else(|| format!("thread `{name}`: no scheduler `{parent}` to join"))?;
-        let (t, admitted) = self.disp.add_thread(name, parent, params);
-        admitted.map_err(|e| format!("thread `{name}`: {e}"))?;
+        let t = self.take(tid, name, parent, params, original, None)?;
+        self.adopt_offspring(t);
+        Ok(t)
+    }
+
+    /// Adopts what managed thread `t` has already started: threads and
+    /// processes made before the kernel was told to report its forks
+    /// (which it now is) would otherwise escape.
+    fn adopt_offspring(&mut self, t: ThreadId) {
+        let tid = self.platform.tids[t.index()];
+        for child in sys::offspring_of(tid) {
+            self.adopt(t, child);
+        }
+    }
+
+    /// Takes over `tid` under `sched`; `family`: the managed thread whose
+    /// descendant it is (`None`: it heads its own family).
+    fn take(
+        &mut self,
+        tid: i32,
+        name: &str,
+        sched: hsched_core::SchedId,
+        params: &Params,
+        original: Original,
+        family: Option<ThreadId>,
+    ) -> Result<ThreadId, String> {
+        self.guardian
+            .send(&Line::Manage(original.clone()))
+            .map_err(|e| format!("telling the guardian: {e}"))?;
+        self.originals.push(original);
+        let (t, admitted) = self.disp.add_thread(name, sched, params);
+        // A descendant its creator's scheduler refuses runs under the
+        // default one (the dispatcher logs it); a thread the scenario
+        // places must be admitted.
+        if family.is_none() {
+            admitted.map_err(|e| format!("thread `{name}`: {e}"))?;
+        }
         // Read before parking: a hard-parked process shows as stopped.
         let pid = sys::tgid_of(tid).unwrap_or(tid);
         let running = matches!(sys::thread_state(pid, tid), Ok('R'));
         self.platform.tids.push(tid);
         self.platform.pids.push(pid);
+        self.family.push(family.unwrap_or(t));
+        self.params.push(params.clone());
+        self.exits.push(None);
         self.by_tid.insert(tid, t);
         self.platform.park(t);
         self.events
@@ -291,17 +415,84 @@ impl Agent {
         Ok(t)
     }
 
+    /// Managed thread `parent` created `child` (a thread or a process): it
+    /// joins its creator's scheduler with the same attachment parameters,
+    /// as `NAME/TID` of the family, and would be given back as the family's
+    /// head was found.
+    fn adopt(&mut self, parent: ThreadId, child: i32) {
+        if self.by_tid.contains_key(&child) {
+            return;
+        }
+        let head = self.family[parent.index()];
+        let original = Original {
+            tid: child,
+            tgid: sys::tgid_of(child).unwrap_or(child),
+            ..self.originals[head.index()].clone()
+        };
+        let Some(sched) = self.disp.thread_sched(parent).or(self.disp.default_sched()) else {
+            return;
+        };
+        let name = format!("{}/{child}", self.disp.thread_name(head));
+        let params = self.params[parent.index()].clone();
+        match self.take(child, &name, sched, &params, original, Some(head)) {
+            Ok(t) => self.adopt_offspring(t),
+            Err(e) => self.log.push(LogEntry {
+                at: self.now,
+                kind: LogKind::Refused,
+                text: format!("could not take over `{name}`: {e}"),
+            }),
+        }
+    }
+
+    /// For each managed thread, the thread heading its family: itself for
+    /// a thread given to [`Agent::manage`], else the managed thread whose
+    /// descendant it is.
+    pub fn family(&self) -> &[ThreadId] {
+        &self.family
+    }
+
+    /// The processes of the family `head` leads (its own and those its
+    /// threads started), each once.
+    pub fn family_processes(&self, head: ThreadId) -> Vec<i32> {
+        let mut pids: Vec<i32> = self
+            .family
+            .iter()
+            .zip(&self.platform.pids)
+            .filter(|(h, _)| **h == head)
+            .map(|(_, &p)| p)
+            .collect();
+        pids.sort_unstable();
+        pids.dedup();
+        pids
+    }
+
+    /// When each managed thread ended, if it did.
+    pub fn exits(&self) -> &[Option<Instant>] {
+        &self.exits
+    }
+
     /// Starts a command the hierarchy is to manage, at the default policy
-    /// (`SCHED_OTHER`, nice 0) it would have started with.
+    /// (`SCHED_OTHER`, nice 0) on every CPU this process was allowed when
+    /// the agent started: as it would have started without hsched.
     ///
     /// Why not simply fork: a new process must run before it can exec (and
     /// `spawn` waits for the exec). Started at the default policy it could
-    /// land on a CPU a managed thread holds at `SCHED_FIFO` and wait there
-    /// until real-time throttling frees the CPU, up to a second. So the
-    /// agent forks at a real-time priority just below its own (inherited:
-    /// the child execs at once, and cannot starve the agent), then lowers
-    /// the child to the default.
+    /// land on a CPU a managed thread holds and wait there, up to a second
+    /// behind real-time throttling. So the agent forks at a real-time
+    /// priority just below its own, and the child lowers itself (and
+    /// leaves the agent's CPU) before it execs: it cannot starve the agent.
     pub fn spawn(&mut self, cmd: &mut std::process::Command) -> io::Result<std::process::Child> {
+        use std::os::unix::process::CommandExt;
+        let cpus = self.all_cpus.clone();
+        // SAFETY: the closure runs in the child between fork and exec and
+        // makes only system calls on its own thread (no allocation, no
+        // locks).
+        unsafe {
+            cmd.pre_exec(move || {
+                sys::set_attr(0, &SchedAttr::fair(sys::SCHED_OTHER, 0))?;
+                sys::set_affinity(0, &cpus)
+            });
+        }
         sys::set_attr(0, &SchedAttr::fifo(AGENT_PRIORITY - 1))?;
         let child = cmd.spawn();
         let back = sys::set_attr(
@@ -313,14 +504,53 @@ impl Agent {
         );
         let child = child?;
         back?;
-        sys::set_attr(child.id() as i32, &SchedAttr::fair(sys::SCHED_OTHER, 0))?;
         Ok(child)
     }
 
+    /// Reads the kernel's events that are ready and tells the dispatcher
+    /// (blocks, wakeups, new threads, exits), in time order.
+    fn take_events(&mut self, seen: &mut Vec<SchedEvent>) -> Result<(), String> {
+        seen.clear();
+        self.events
+            .drain(seen)
+            .map_err(|e| format!("reading kernel events: {e}"))?;
+        for e in seen.iter() {
+            self.now = self.clock(e.time_ns());
+            self.observe(e);
+            match *e {
+                SchedEvent::Switch {
+                    prev,
+                    prev_blocked: true,
+                    ..
+                } => {
+                    if let Some(&t) = self.by_tid.get(&prev) {
+                        self.disp.thread_block(&mut self.platform, self.now, t);
+                    }
+                }
+                SchedEvent::Wakeup { tid, .. } => {
+                    if let Some(&t) = self.by_tid.get(&tid) {
+                        self.disp.thread_ready(&mut self.platform, self.now, t);
+                    }
+                }
+                SchedEvent::Fork { parent, child, .. } => {
+                    if let Some(&p) = self.by_tid.get(&parent) {
+                        self.adopt(p, child);
+                    }
+                }
+                SchedEvent::Exit { tid, .. } => self.exited(tid),
+                SchedEvent::Switch { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
     /// Thread `tid` ended.
-    pub fn exited(&mut self, tid: i32) {
+    fn exited(&mut self, tid: i32) {
         if let Some(&t) = self.by_tid.get(&tid) {
-            self.now = self.clock(monotonic_ns());
+            if self.exits[t.index()].is_some() {
+                return;
+            }
+            self.exits[t.index()] = Some(self.now);
             self.disp.thread_exit(&mut self.platform, self.now, t);
             let _ = self.guardian.send(&Line::Release(tid));
         }
@@ -379,32 +609,10 @@ impl Agent {
             }
             let ready = sys::poll_readable(&fds, HEARTBEAT_EVERY)
                 .map_err(|e| format!("waiting for kernel events: {e}"))?;
-            self.timer.clear();
-            seen.clear();
-            self.events
-                .drain(&mut seen)
-                .map_err(|e| format!("reading kernel events: {e}"))?;
-            for e in &seen {
-                self.now = self.clock(e.time_ns());
-                self.observe(e);
-                match *e {
-                    SchedEvent::Switch {
-                        prev,
-                        prev_blocked: true,
-                        ..
-                    } => {
-                        if let Some(&t) = self.by_tid.get(&prev) {
-                            self.disp.thread_block(&mut self.platform, self.now, t);
-                        }
-                    }
-                    SchedEvent::Wakeup { tid, .. } => {
-                        if let Some(&t) = self.by_tid.get(&tid) {
-                            self.disp.thread_ready(&mut self.platform, self.now, t);
-                        }
-                    }
-                    SchedEvent::Switch { .. } => {}
-                }
+            if ready[1] {
+                self.timer.clear();
             }
+            self.take_events(&mut seen)?;
             self.now = self.clock(monotonic_ns());
             if ready[2..].contains(&true) {
                 self.serve_control();
@@ -579,9 +787,13 @@ impl Agent {
         });
     }
 
-    /// What the script and the control socket did, in order.
-    pub fn log(&self) -> &[LogEntry] {
-        &self.log
+    /// What happened (the dispatcher's refusals and ejections, the
+    /// script's steps, control requests), in time order; taken.
+    pub fn take_log(&mut self) -> Vec<LogEntry> {
+        let mut log = std::mem::take(&mut self.log);
+        log.extend(self.disp.take_log());
+        log.sort_by_key(|e| e.at);
+        log
     }
 
     /// Records a kernel event of a managed thread, at the agent's `now`.
@@ -603,6 +815,7 @@ impl Agent {
                 Some(&t) => Seen::Wakeup(t),
                 None => return,
             },
+            SchedEvent::Fork { .. } | SchedEvent::Exit { .. } => return,
         };
         self.observed.push(self.now, seen);
     }
@@ -633,6 +846,11 @@ impl Agent {
         self.disp.node_results()
     }
 
+    /// The name of managed thread `t`.
+    pub fn thread_name(&self, t: ThreadId) -> &str {
+        self.disp.thread_name(t)
+    }
+
     /// The scheduler thread `t` is under.
     pub fn sched_of(&self, t: ThreadId) -> String {
         self.disp
@@ -660,6 +878,9 @@ impl Agent {
     /// the agent. What could not be given back (an error) the guardian
     /// restores when its pipe closes.
     pub fn stop(mut self) -> io::Result<()> {
+        // Threads created since the last look are adopted first, so that
+        // they are given back too.
+        let _ = self.take_events(&mut Vec::new());
         // Continue every stopped process, then close the second pipe handle
         // (the guardian waits for all of them).
         let stopped: Vec<i32> = self.platform.stopped.drain().collect();

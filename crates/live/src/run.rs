@@ -16,10 +16,11 @@
 //! now only a process's main thread is managed.
 
 use crate::agent::Agent;
-use crate::observe::{Observations, Seen};
+use crate::observe::{Observations, Seen, ThreadFigures};
 use hsched_core::{Duration, Instant, ThreadId};
 use hsched_model::{Action, RunResult, Scenario, ThreadResult};
 use std::ffi::OsStr;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 /// How to run live.
@@ -50,15 +51,10 @@ pub struct LiveOptions {
 struct Started {
     /// `None` for an attached process (not ours to wait for or end).
     child: Option<Child>,
-    pid: i32,
     id: ThreadId,
     index: usize,
     /// Where a worker reports its jobs.
     report: Option<std::fs::File>,
-    /// CPU time when it was taken over.
-    cpu_at_start: std::time::Duration,
-    last_cpu: std::time::Duration,
-    exit: Option<Instant>,
 }
 
 /// CPU time (user + system) of process `pid` so far.
@@ -197,10 +193,8 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                                     .map_err(|e| format!("a file for the jobs: {e}"))?;
                                 let out = file.try_clone().map_err(|e| e.to_string())?;
                                 report = Some(file);
-                                let json =
-                                    serde_json::to_string(&spec).map_err(|e| e.to_string())?;
                                 let mut cmd = Command::new(&opts.worker[0]);
-                                cmd.args(&opts.worker[1..]).arg(json).stdout(out);
+                                cmd.args(&opts.worker[1..]).arg(spec.to_arg()).stdout(out);
                                 cmd
                             }
                         };
@@ -209,24 +203,21 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                             .command
                             .as_ref()
                             .map_or("the worker", |a| a[0].as_str());
+                        // Its own process group: the horizon ends it and
+                        // everything it started.
                         let child = agent
-                            .spawn(cmd.stdin(Stdio::null()))
+                            .spawn(cmd.stdin(Stdio::null()).process_group(0))
                             .map_err(|e| format!("thread `{}`: starting {what}: {e}", spec.name))?;
                         let pid = child.id() as i32;
                         (Some(child), pid)
                     }
                 };
                 let id = agent.manage(pid, &spec.name, &spec.parent, &spec.params)?;
-                let cpu = process_cpu_time(pid).unwrap_or_default();
                 started.push(Started {
                     child,
                     report,
-                    pid,
                     id,
                     index: i,
-                    cpu_at_start: cpu,
-                    last_cpu: cpu,
-                    exit: None,
                 });
             }
             // Script steps due now, after the arrivals at the same time
@@ -241,43 +232,12 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                 .into_iter()
                 .flatten()
                 .fold(horizon, Instant::min);
-            let mut last_look = std::time::Instant::now();
-            agent.run_until(until, |agent| {
-                // Exits, looked for every 10ms (reading /proc costs the
-                // agent CPU): reap them and tell the dispatcher.
-                if last_look.elapsed() < std::time::Duration::from_millis(10) {
-                    return false;
-                }
-                last_look = std::time::Instant::now();
-                let mut any = false;
-                for s in started.iter_mut().filter(|s| s.exit.is_none()) {
-                    if let Some(c) = process_cpu_time(s.pid) {
-                        s.last_cpu = c;
-                    }
-                    let gone = match &mut s.child {
-                        Some(child) => matches!(child.try_wait(), Ok(Some(_))),
-                        None => !std::path::Path::new(&format!("/proc/{}", s.pid)).exists(),
-                    };
-                    if gone {
-                        s.exit = Some(agent.now());
-                        agent.exited(s.pid);
-                        any = true;
-                    }
-                }
-                any
-            })?;
+            agent.run_until(until, |_| false)?;
         }
         Ok(())
     })();
-    for s in &mut started {
-        if s.exit.is_none() {
-            if let Some(c) = process_cpu_time(s.pid) {
-                s.last_cpu = c;
-            }
-        }
-    }
     let decisions = agent.decisions();
-    let mut log = agent.log().to_vec();
+    let mut log = agent.take_log();
     log.extend(agent.changes().1.iter().map(|e| hsched_model::LogEntry {
         at: horizon,
         kind: hsched_model::LogKind::Refused,
@@ -285,24 +245,53 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     }));
     let nodes = agent.node_results().to_vec();
     let schedulers: Vec<String> = started.iter().map(|s| agent.sched_of(s.id)).collect();
+    // The horizon ends the commands, as it ends a simulated run, with
+    // everything they started (some, like stress-ng, start their workers
+    // in groups of their own); attached processes go on, given back as
+    // they were.
+    for s in started.iter().filter(|s| s.child.is_some()) {
+        for pid in agent.family_processes(s.id) {
+            let _ = crate::sys::signal(pid, libc::SIGKILL);
+        }
+    }
     let agent_observations = agent.observations().clone();
+    let family = agent.family().to_vec();
+    let exits = agent.exits().to_vec();
+    let names: Vec<String> = (0..family.len())
+        .map(|i| agent.thread_name(ThreadId(i as u32)).to_string())
+        .collect();
     let stopped = agent
         .stop()
         .map_err(|e| format!("giving the threads back: {e}"));
-    // The horizon ends the commands, as it ends a simulated run; attached
-    // processes go on, given back as they were.
     for s in &mut started {
         if let Some(child) = &mut s.child {
-            if s.exit.is_none() {
-                let _ = child.kill();
-            }
+            // The group is the child's own (not reaped yet, so its id is
+            // not reused).
+            let _ = crate::sys::kill_group(child.id() as i32);
             let _ = child.wait();
         }
     }
     result?;
     stopped?;
     let observed = agent_observations;
-    let figures = observed.thread_figures(started.len(), horizon);
+    // A scenario thread is its process and everything it started: its
+    // figures are its family's.
+    let figures = observed.thread_figures(family.len(), horizon);
+    let segments = observed.segments(cpus.len(), horizon);
+    let mut families: Vec<ThreadFigures> = vec![ThreadFigures::default(); family.len()];
+    let mut cpu_time = vec![Duration::ZERO; family.len()];
+    for (t, f) in figures.into_iter().enumerate() {
+        let head = &mut families[family[t].index()];
+        head.wakeup_latencies.extend(f.wakeup_latencies);
+        head.max_runnable_gap = head.max_runnable_gap.max(f.max_runnable_gap);
+        head.context_switches += f.context_switches;
+        head.migrations += f.migrations;
+    }
+    for seg in &segments {
+        if let hsched_model::SegmentKind::Run(t) = seg.what {
+            cpu_time[family[t.index()].index()] += seg.end - seg.start;
+        }
+    }
     let mut jobs = Vec::new();
     for s in &mut started {
         if let Some(file) = &mut s.report {
@@ -326,25 +315,25 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         .iter()
         .zip(schedulers)
         .map(|(s, scheduler)| {
-            let f = figures[s.id.index()].clone();
+            let f = std::mem::take(&mut families[s.id.index()]);
             ThreadResult {
                 id: s.id,
                 name: scn.threads[s.index].name.clone(),
                 scheduler,
-                cpu_time: Duration(s.last_cpu.saturating_sub(s.cpu_at_start).as_nanos() as u64),
+                cpu_time: cpu_time[s.id.index()],
                 wakeup_latencies: f.wakeup_latencies,
                 max_runnable_gap: f.max_runnable_gap,
                 context_switches: f.context_switches,
                 migrations: f.migrations,
                 arrival: scn.threads[s.index].arrival,
-                exit: s.exit,
+                exit: exits[s.id.index()],
                 ..ThreadResult::default()
             }
         })
         .collect();
     let trace = opts
         .trace
-        .then(|| trace(&observed, &threads, &jobs, cpus.len(), horizon));
+        .then(|| trace(&observed, segments, names, &jobs, horizon));
     Ok(RunResult {
         scenario: scn.name.clone(),
         platform: "live".into(),
@@ -364,12 +353,12 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
 }
 
 /// The timeline of a live run: the managed CPUs' segments, wakeups, job
-/// releases and deadline misses.
+/// releases and deadline misses; `names` by dispatcher thread.
 fn trace(
     observed: &Observations,
-    threads: &[ThreadResult],
+    segments: Vec<hsched_model::Segment>,
+    names: Vec<String>,
     jobs: &[hsched_model::JobRecord],
-    cpus: usize,
     horizon: Instant,
 ) -> hsched_model::Trace {
     use hsched_model::{Mark, MarkKind};
@@ -400,12 +389,8 @@ fn trace(
         }
     }
     marks.sort_by_key(|m| m.at);
-    let mut names = vec![String::new(); threads.len()];
-    for t in threads {
-        names[t.id.index()] = t.name.clone();
-    }
     hsched_model::Trace {
-        segments: observed.segments(cpus, horizon),
+        segments,
         marks,
         thread_names: names,
     }

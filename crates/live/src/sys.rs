@@ -156,6 +156,12 @@ pub fn signal(pid: i32, signal: i32) -> io::Result<()> {
     check(unsafe { libc::kill(pid, signal) }.into())
 }
 
+/// Kills process group `pgid` (a command and everything it started that
+/// stayed in its group) with SIGKILL.
+pub fn kill_group(pgid: i32) -> io::Result<()> {
+    signal(-pgid, libc::SIGKILL)
+}
+
 /// The one-letter state `/proc` gives for thread `tid` of process `pid`
 /// (`R` running, `S` sleeping, `T` stopped, ...).
 pub fn thread_state(pid: i32, tid: i32) -> io::Result<char> {
@@ -180,6 +186,26 @@ pub fn threads_of(pid: i32) -> io::Result<Vec<i32>> {
         .collect();
     out.sort_unstable();
     Ok(out)
+}
+
+/// What thread `tid` has started that lives now: the other threads of its
+/// process (when it leads one) and the processes it forked.
+pub fn offspring_of(tid: i32) -> Vec<i32> {
+    let pid = tgid_of(tid).unwrap_or(tid);
+    let mut out: Vec<i32> = if pid == tid {
+        threads_of(pid).unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    if let Ok(children) = std::fs::read_to_string(format!("/proc/{pid}/task/{tid}/children")) {
+        out.extend(
+            children
+                .split_whitespace()
+                .filter_map(|c| c.parse::<i32>().ok()),
+        );
+    }
+    out.retain(|&t| t != tid);
+    out
 }
 
 /// The process (thread group) that thread `tid` belongs to.
@@ -210,7 +236,12 @@ pub fn realtime_allowed() -> io::Result<()> {
 
 /// A CLOCK_MONOTONIC timer file descriptor armed at absolute instants:
 /// readable (for `poll`) once the instant has passed.
-pub struct Timer(OwnedFd);
+pub struct Timer {
+    fd: OwnedFd,
+    /// The instant it is armed at, unless it fired since: arming it there
+    /// again would change nothing (and costs a system call).
+    armed: std::cell::Cell<Option<u64>>,
+}
 
 impl Timer {
     pub fn new() -> io::Result<Timer> {
@@ -225,13 +256,19 @@ impl Timer {
             return Err(io::Error::last_os_error());
         }
         // SAFETY: a fresh descriptor this Timer now owns.
-        Ok(Timer(unsafe { OwnedFd::from_raw_fd(fd) }))
+        Ok(Timer {
+            fd: unsafe { OwnedFd::from_raw_fd(fd) },
+            armed: Default::default(),
+        })
     }
 
     /// Fires at CLOCK_MONOTONIC `ns` (at once if that has passed).
     pub fn arm_at(&self, ns: u64) -> io::Result<()> {
         // Zero would disarm it: the earliest instant is 1ns.
         let ns = ns.max(1);
+        if self.armed.get() == Some(ns) {
+            return Ok(());
+        }
         let spec = libc::itimerspec {
             it_interval: libc::timespec {
                 tv_sec: 0,
@@ -245,25 +282,26 @@ impl Timer {
         // SAFETY: `spec` is a valid itimerspec; the old value is not asked.
         let ret = unsafe {
             libc::timerfd_settime(
-                self.0.as_raw_fd(),
+                self.fd.as_raw_fd(),
                 libc::TFD_TIMER_ABSTIME,
                 &spec,
                 std::ptr::null_mut(),
             )
         };
-        check(ret.into())
+        check(ret.into())?;
+        self.armed.set(Some(ns));
+        Ok(())
     }
 
-    /// Takes the expiry count, so that the descriptor is not readable again
-    /// until the next expiry.
+    /// Notes that it fired: the next `arm_at` re-arms it, which takes the
+    /// expiry (until then the descriptor stays readable). Cheaper than
+    /// reading the expiry count, a system call at every expiry.
     pub fn clear(&self) {
-        let mut n = 0u64;
-        // SAFETY: reads 8 bytes into `n`; EAGAIN (not expired) is fine.
-        unsafe { libc::read(self.0.as_raw_fd(), (&mut n as *mut u64).cast(), 8) };
+        self.armed.set(None);
     }
 
     pub fn fd(&self) -> RawFd {
-        self.0.as_raw_fd()
+        self.fd.as_raw_fd()
     }
 }
 

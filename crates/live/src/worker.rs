@@ -81,6 +81,13 @@ pub struct WorkerSpec {
     pub steps: Vec<Step>,
 }
 
+impl WorkerSpec {
+    /// The spec as the worker program's argument.
+    pub fn to_arg(&self) -> String {
+        serde_json::to_string(self).expect("a worker spec is plain data")
+    }
+}
+
 /// The worker's program for workload `ops`, or why the worker cannot run
 /// it (naming the operation). A `msg` needs the run's control socket.
 pub fn plan(ops: &[Op]) -> Result<Vec<Step>, String> {

@@ -43,6 +43,16 @@ fn privileged() -> bool {
     }
 }
 
+/// What a run of the agent measured.
+struct Measured {
+    /// Each process's share of the CPU they were given.
+    shares: [f64; 2],
+    /// The agent's own CPU time, as a fraction of one CPU.
+    agent_cpu: f64,
+    /// The dispatcher's decisions per second.
+    rate: f64,
+}
+
 /// Runs two busy processes under `policy` on the last CPU for 2s; each
 /// one's share of that CPU.
 fn shares(policy: &str, params: Params, attach: [Params; 2]) -> Option<[f64; 2]> {
@@ -55,6 +65,18 @@ fn shares_parked(
     attach: [Params; 2],
     hard: bool,
 ) -> Option<[f64; 2]> {
+    let m = measure(policy, params, attach, hard)?;
+    // The target is under 5% at 1,000 decisions/s; these runs
+    // make far fewer, so they must stay well under it.
+    assert!(
+        m.agent_cpu < 0.05,
+        "the agent used {} of a CPU",
+        m.agent_cpu
+    );
+    Some(m.shares)
+}
+
+fn measure(policy: &str, params: Params, attach: [Params; 2], hard: bool) -> Option<Measured> {
     // One agent at a time: two would fight over the same CPU.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -95,9 +117,6 @@ fn shares_parked(
         "{policy}: the agent used {:.2}% of one CPU at {rate:.0} decisions/s",
         100.0 * agent_cpu
     );
-    // The target is under 5% at 1,000 decisions/s; these runs
-    // make far fewer, so they must stay well under it.
-    assert!(agent_cpu < 0.05, "the agent used {agent_cpu} of a CPU");
     let after = pids.map(cpu_time);
     let mut late = agent.lateness().to_vec();
     late.sort_unstable();
@@ -124,9 +143,23 @@ fn shares_parked(
         p.wait().unwrap();
     }
     let share = |i: usize| (after[i] - before[i]).as_secs_f64() / wall;
-    let out = [share(0), share(1)];
-    eprintln!("{policy}: shares of CPU {cpu}: {:.3} {:.3}", out[0], out[1]);
-    Some(out)
+    let shares = [share(0), share(1)];
+    eprintln!(
+        "{policy}: shares of CPU {cpu}: {:.3} {:.3}",
+        shares[0], shares[1]
+    );
+    Some(Measured {
+        shares,
+        agent_cpu,
+        rate,
+    })
+}
+
+fn quantum(ms: u64) -> Params {
+    Params::new().with(
+        "quantum",
+        Value::Duration(hsched_core::Duration::from_millis(ms)),
+    )
 }
 
 fn prio(p: i64) -> Params {
@@ -147,11 +180,7 @@ fn fixed_priority_gives_the_cpu_to_the_higher_priority_process() {
 
 #[test]
 fn round_robin_shares_the_cpu_evenly() {
-    let rr = Params::new().with(
-        "quantum",
-        Value::Duration(hsched_core::Duration::from_millis(20)),
-    );
-    let Some([a, b]) = shares("rr", rr, [Params::new(), Params::new()]) else {
+    let Some([a, b]) = shares("rr", quantum(20), [Params::new(), Params::new()]) else {
         return;
     };
     // Each 50%, within 10 points (RT throttling's 5%, the agent's own
@@ -168,4 +197,21 @@ fn hard_parking_leaves_the_lower_priority_process_nothing() {
     // keeps back (soft parking gives it that); /proc counts in 10ms ticks.
     assert!(high >= 0.85, "high got {high}");
     assert!(low <= 0.01, "low got {low}");
+}
+
+#[test]
+fn the_agent_uses_under_5_percent_of_a_cpu_at_1000_decisions_per_second() {
+    // The target: rr with a 1ms quantum decides at every quantum
+    // end.
+    let Some(m) = measure("rr", quantum(1), [Params::new(), Params::new()], false) else {
+        return;
+    };
+    // Fewer decisions would make the CPU figure meaningless.
+    assert!(m.rate >= 800.0, "only {:.0} decisions/s", m.rate);
+    assert!(
+        m.agent_cpu < 0.05,
+        "the agent used {:.2}% of a CPU at {:.0} decisions/s",
+        100.0 * m.agent_cpu,
+        m.rate
+    );
 }

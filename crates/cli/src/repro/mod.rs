@@ -93,6 +93,7 @@ pub struct Entry {
 mod bvt;
 mod hls;
 mod hls_guarantees;
+mod live;
 mod rialto;
 mod vassal;
 mod yau;
@@ -185,14 +186,19 @@ fn print_entry(entry: &Entry, checks: &[Check]) {
     }
 }
 
-pub fn command(name: Option<&str>, list: bool, all: bool) -> Result<(), CliError> {
-    let entries = entries();
+/// `hsched repro`: the simulated entries, or with `live` the experiments
+/// on this machine's CPUs.
+pub fn command(name: Option<&str>, list: bool, all: bool, live: bool) -> Result<(), CliError> {
+    let entries = if live { live::entries() } else { entries() };
+    let flag = if live { " --live" } else { "" };
     if list || (name.is_none() && !all) {
         for e in &entries {
             println!("{:<28} {}", e.name, e.source);
         }
         if !list {
-            println!("\nrun one with `hsched repro NAME`, or all with `hsched repro --all`");
+            println!(
+                "\nrun one with `hsched repro{flag} NAME`, or all with `hsched repro{flag} --all`"
+            );
         }
         return Ok(());
     }
