@@ -432,3 +432,70 @@ command = ["{exe}", "ctl", "--socket", "{socket}", "msg", "--thread", "hog", "--
         "the socket is removed"
     );
 }
+
+/// What a command starts is scheduled with it: a shell that starts two
+/// busy loops is three threads of rr against one busy loop, so its family
+/// gets two thirds of the CPU (it would get half if only the shell were
+/// managed); and the horizon ends the whole family.
+#[test]
+fn the_processes_a_command_starts_are_managed_with_it() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !privileged() {
+        return;
+    }
+    let file = tmp("live", "family.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "family"
+horizon = "2s"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "rr"
+policy = "rr"
+quantum = "10ms"
+[[thread]]
+name = "pair"
+program = [ { run = "10s" } ]
+command = ["sh", "-c", "sh -c 'while :; do :; done' & sh -c 'while :; do :; done'; wait"]
+[[thread]]
+name = "one"
+program = [ { run = "10s" } ]
+command = ["sh", "-c", "while :; do :; done"]
+"#,
+    )
+    .unwrap();
+    let out = hsched(&["live", file.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pair = result["threads"][0]["share"].as_f64().unwrap();
+    let one = result["threads"][1]["share"].as_f64().unwrap();
+    eprintln!("pair {pair:.3}, one {one:.3}");
+    assert!((pair - 2.0 / 3.0).abs() < 0.05, "pair {pair}, one {one}");
+    assert!((one - 1.0 / 3.0).abs() < 0.05, "pair {pair}, one {one}");
+    let left = Command::new("pgrep")
+        .args(["-f", "while :; do :; done"])
+        .output()
+        .unwrap();
+    assert!(
+        text(&left.stdout).trim().is_empty(),
+        "left running after the horizon: {}",
+        text(&left.stdout)
+    );
+}
+
+#[test]
+fn the_live_experiments_are_listed() {
+    let out = hsched(&["repro", "--live", "--list"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list = text(&out.stdout);
+    for name in [
+        "live-sim-shares",
+        "live-hls-table5",
+        "live-bvt-table1",
+        "live-cyclictest",
+    ] {
+        assert!(list.contains(name), "{name} missing from\n{list}");
+    }
+}

@@ -897,7 +897,10 @@ impl Agent {
                 self.guardian.send(&Line::Release(o.tid))?;
             }
         }
+        // The agent's own thread back as it was: a second agent in this
+        // process (a program running several scenarios) starts from there.
         let _ = sys::set_attr(0, &SchedAttr::fair(sys::SCHED_OTHER, 0));
+        let _ = sys::set_affinity(0, &self.all_cpus);
         let status = self.guardian.finish()?;
         if status.success() {
             Ok(())
