@@ -1,13 +1,16 @@
 //! hsched live: the platform that schedules real Linux threads and
 //! processes from user space, on a stock kernel (no sched_ext, no module).
 //!
-//! This crate holds the Linux side: [`sys`], the calls made on threads the
-//! agent does not own (policy and priority, affinity, stop and continue,
-//! `/proc`); [`events`], the kernel's block and wakeup events of the
-//! managed threads (tracepoints read from a private ftrace instance); and
+//! The Linux side: [`sys`], the calls made on threads the agent does not
+//! own (policy and priority, affinity, stop and continue, `/proc`);
+//! [`events`], the kernel's block, wakeup, fork and exit events of the
+//! managed threads (tracepoints read from private ftrace instances); and
 //! [`guardian`], the separate process that puts every managed thread back
-//! as it was if the agent dies or hangs. The agent that drives the
-//! dispatcher with real threads builds on these.
+//! as it was if the agent dies or hangs. On them: [`agent`], the dispatcher
+//! driving real threads; [`worker`], the process that executes a workload
+//! program on a real CPU; [`control`], the socket for messages to
+//! schedulers and its client; [`observe`], the figures and trace from the
+//! kernel's events; [`run`], a whole scenario live.
 
 #![cfg(target_os = "linux")]
 

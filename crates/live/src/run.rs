@@ -1,7 +1,7 @@
 //! `hsched live SCENARIO`: a scenario's hierarchy scheduling real
 //! processes, one per thread, with a [`RunResult`] like the simulator's:
-//! CPU time from the kernel's own accounting, latencies, switches and the
-//! trace from its switch and wakeup events, jobs from the workers.
+//! CPU time, latencies, switches and the trace from the kernel's switch
+//! and wakeup events, jobs from the workers.
 //!
 //! A thread is one of:
 //! - a real command (`command = [...]`), started at its arrival and ended
@@ -11,9 +11,10 @@
 //! - otherwise hsched's instrumented worker ([`crate::worker`]) executing
 //!   the thread's workload program, started and ended like a command.
 //!
-//! The script's hierarchy changes are played at their times, and the
-//! control socket ([`crate::control`]) takes requests while it runs. For
-//! now only a process's main thread is managed.
+//! What a thread's process starts (threads, processes) is managed with it
+//! and counted as its. The script's hierarchy changes are played at their
+//! times, and the control socket ([`crate::control`]) takes requests while
+//! it runs.
 
 use crate::agent::Agent;
 use crate::observe::{Observations, Seen, ThreadFigures};
