@@ -594,6 +594,7 @@ impl Agent {
         mut stop_early: impl FnMut(&mut Agent) -> bool,
     ) -> Result<(), String> {
         let mut seen = Vec::new();
+        let mut fds = Vec::new();
         loop {
             let now = self.clock(monotonic_ns());
             if now >= end || stop_early(self) {
@@ -603,7 +604,8 @@ impl Agent {
             self.timer
                 .arm_at(self.start_ns + until.0)
                 .map_err(|e| format!("arming the timer: {e}"))?;
-            let mut fds = vec![self.events.fd(), self.timer.fd()];
+            fds.clear();
+            fds.extend([self.events.fd(), self.timer.fd()]);
             if let Some(c) = &self.control {
                 fds.extend(c.fds());
             }
@@ -820,9 +822,9 @@ impl Agent {
         self.observed.push(self.now, seen);
     }
 
-    /// The managed threads' switches and wakeups so far.
-    pub fn observations(&self) -> &Observations {
-        &self.observed
+    /// The managed threads' switches and wakeups so far; taken.
+    pub fn take_observations(&mut self) -> Observations {
+        std::mem::take(&mut self.observed)
     }
 
     /// CLOCK_MONOTONIC at the agent's time zero, ns.
@@ -857,16 +859,6 @@ impl Agent {
             .thread_sched(t)
             .map(|s| self.disp.sched_name(s).to_string())
             .unwrap_or_default()
-    }
-
-    /// CPU time each scheduler received, by name, as the dispatcher
-    /// accounted it.
-    pub fn received(&self) -> Vec<(String, Duration)> {
-        self.disp
-            .node_results()
-            .iter()
-            .map(|n| (n.name.clone(), Duration::from_nanos(n.received.as_nanos())))
-            .collect()
     }
 
     /// Priority and affinity changes made, and those that failed.

@@ -244,10 +244,9 @@ impl ControlSocket {
     }
 
     /// The descriptors to wait on: the listener and every connection.
-    pub fn fds(&self) -> Vec<RawFd> {
+    pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
         std::iter::once(self.listener.as_raw_fd())
             .chain(self.connections.iter().map(|c| c.stream.as_raw_fd()))
-            .collect()
     }
 
     /// Accepts new connections and answers every whole request line with

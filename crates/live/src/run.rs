@@ -58,20 +58,6 @@ struct Started {
     report: Option<std::fs::File>,
 }
 
-/// CPU time (user + system) of process `pid` so far.
-pub fn process_cpu_time(pid: i32) -> Option<std::time::Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = stat.get(stat.rfind(')')? + 2..)?;
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    // SAFETY: sysconf has no memory arguments.
-    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
-        .ok()?
-        .max(1);
-    Some(std::time::Duration::from_nanos(ticks * 1_000_000_000 / hz))
-}
-
 /// The real CPUs a scenario of `n` CPUs runs on: the highest-numbered `n`
 /// this process may use (CPU 0 keeps the system's housekeeping).
 fn pick_cpus(n: u32) -> Result<Vec<usize>, String> {
@@ -255,7 +241,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             let _ = crate::sys::signal(pid, libc::SIGKILL);
         }
     }
-    let agent_observations = agent.observations().clone();
+    let agent_observations = agent.take_observations();
     let family = agent.family().to_vec();
     let exits = agent.exits().to_vec();
     let names: Vec<String> = (0..family.len())

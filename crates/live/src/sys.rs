@@ -208,6 +208,20 @@ pub fn offspring_of(tid: i32) -> Vec<i32> {
     out
 }
 
+/// CPU time (user + system) of process `pid` so far.
+pub fn process_cpu_time(pid: i32) -> Option<std::time::Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.get(stat.rfind(')')? + 2..)?;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    // SAFETY: sysconf has no memory arguments.
+    let hz = u64::try_from(unsafe { libc::sysconf(libc::_SC_CLK_TCK) })
+        .ok()?
+        .max(1);
+    Some(std::time::Duration::from_nanos(ticks * 1_000_000_000 / hz))
+}
+
 /// The process (thread group) that thread `tid` belongs to.
 pub fn tgid_of(tid: i32) -> io::Result<i32> {
     let status = std::fs::read_to_string(format!("/proc/{tid}/status"))?;

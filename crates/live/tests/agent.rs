@@ -5,7 +5,7 @@
 
 use hsched_core::{Params, Value};
 use hsched_live::agent::Agent;
-use hsched_live::run::process_cpu_time;
+use hsched_live::sys::process_cpu_time;
 use hsched_live::sys::{self, SCHED_OTHER};
 use std::path::Path;
 use std::process::{Child, Command};

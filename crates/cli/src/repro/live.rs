@@ -127,13 +127,19 @@ fn last_cpu() -> Result<usize, String> {
         .ok_or_else(|| "no CPU to run on".into())
 }
 
-/// Starts `argv` on CPU `cpu` at `attr`, as plain Linux would run it.
-fn start_plain(argv: &[String], cpu: usize, attr: SchedAttr) -> Result<Child, String> {
+/// Starts `argv` on CPU `cpu` at `attr`, as plain Linux would run it,
+/// its output to `stdout`.
+fn start_plain(
+    argv: &[String],
+    cpu: usize,
+    attr: SchedAttr,
+    stdout: Stdio,
+) -> Result<Child, String> {
     use std::os::unix::process::CommandExt;
     let mut cmd = Command::new(&argv[0]);
     cmd.args(&argv[1..])
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
+        .stdout(stdout)
         .process_group(0);
     // SAFETY: the closure runs in the child between fork and exec and only
     // makes system calls on itself.
@@ -303,7 +309,7 @@ fn bvt_table1() -> Result<Vec<Check>, String> {
     let hog = command_of(&scn, "load")?;
     let normal = SchedAttr::fair(sys::SCHED_OTHER, 0);
     let hogs = (0..4)
-        .map(|_| start_plain(&hog, cpu, normal))
+        .map(|_| start_plain(&hog, cpu, normal, Stdio::null()))
         .collect::<Result<Vec<_>, _>>()?;
     let mut worker = vec![
         this_program()?
@@ -312,22 +318,8 @@ fn bvt_table1() -> Result<Vec<Check>, String> {
         "__worker".into(),
     ];
     worker.push(spec.to_arg());
-    let video_child = {
-        use std::os::unix::process::CommandExt;
-        let mut cmd = Command::new(&worker[0]);
-        cmd.args(&worker[1..])
-            .stdout(report.try_clone().map_err(|e| e.to_string())?)
-            .process_group(0);
-        // SAFETY: only system calls on itself, between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                sys::set_affinity(0, &[cpu])?;
-                sys::set_attr(0, &normal)
-            });
-        }
-        cmd.spawn()
-            .map_err(|e| format!("starting the worker: {e}"))?
-    };
+    let out = report.try_clone().map_err(|e| e.to_string())?;
+    let video_child = start_plain(&worker, cpu, normal, out.into())?;
     std::thread::sleep(std::time::Duration::from_nanos(scn.horizon.as_nanos()));
     end(video_child);
     hogs.into_iter().for_each(end);
@@ -455,7 +447,14 @@ fn cyclictest() -> Result<Vec<Check>, String> {
     // then at SCHED_FIFO.
     let plain = |label: &str, attr: SchedAttr, fifo: Option<u32>| -> Result<(), String> {
         let hogs = (0..2)
-            .map(|_| start_plain(&hog, cpu, SchedAttr::fair(sys::SCHED_OTHER, 0)))
+            .map(|_| {
+                start_plain(
+                    &hog,
+                    cpu,
+                    SchedAttr::fair(sys::SCHED_OTHER, 0),
+                    Stdio::null(),
+                )
+            })
             .collect::<Result<Vec<_>, _>>()?;
         let mut argv = base.clone();
         argv.push(format!("--affinity={cpu}"));
@@ -463,7 +462,7 @@ fn cyclictest() -> Result<Vec<Check>, String> {
             argv.push(format!("--priority={p}"));
         }
         with_histfile(&mut argv, label);
-        let status = start_plain(&argv, cpu, attr)?.wait();
+        let status = start_plain(&argv, cpu, attr, Stdio::null())?.wait();
         hogs.into_iter().for_each(end);
         match status {
             Ok(s) if s.success() => Ok(()),
