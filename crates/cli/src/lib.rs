@@ -138,6 +138,11 @@ struct LiveArgs {
     /// instead of started, given back as it was at the end; repeatable.
     #[arg(long, value_name = "NAME=PID", value_parser = parse_attach)]
     attach: Vec<(String, i32)>,
+    /// The CPU hsched's agent runs on. By default the first CPU the
+    /// scenario's threads run on: it wakes at once there (an idle CPU
+    /// elsewhere must wake first), at the cost of its own time on that CPU.
+    #[arg(long, value_name = "CPU")]
+    agent_cpu: Option<usize>,
 }
 
 /// What a run writes besides its summary (`sim` and `live` alike).
@@ -393,6 +398,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             Path::new(hsched_live::control::SOCKET_DIR)
                 .join(format!("hsched-{}.sock", std::process::id()))
         })),
+        agent_cpu: args.agent_cpu,
     };
     let mut result = hsched_live::run::run(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;

@@ -31,7 +31,8 @@
 //!
 //! Limits: a CPU is read if the instances had it when the reader was
 //! opened (one brought online later is not); a filter names every watched
-//! thread, and the kernel takes one of up to a page (some 90 threads); the
+//! thread (a switch's, three times), and the kernel takes one of up to a page
+//! (some 60 threads); the
 //! instances are removed when the reader is dropped (an agent killed
 //! outright leaves idle instances behind, which the next reader removes).
 
@@ -62,6 +63,16 @@ const SWITCH: &str = EVENTS[0].0;
 /// traced (t), as the agent's hard parking stops processes, and not
 /// preempted (no bit, or the one above these).
 const BLOCKED: i64 = 0xf3;
+
+/// A filter matching an event whose field `keys` (any of them) is one of
+/// `ids`.
+fn one_of(keys: &[&str], ids: &[i32]) -> String {
+    let terms: Vec<String> = ids
+        .iter()
+        .flat_map(|t| keys.iter().map(move |k| format!("{k} == {t}")))
+        .collect();
+    terms.join(" || ")
+}
 
 /// The tracefs directory, mounting it if it is not (the agent is
 /// privileged; the tracepoints live there).
@@ -628,9 +639,8 @@ pub struct SchedEvents {
     rest: Stream,
     /// Readable when `wake` has events: what the agent waits on.
     wake_ready: OwnedFd,
-    /// Which pipes of both have events (`wake`'s first): what a drain
-    /// reads, found in one call.
-    any_ready: OwnedFd,
+    /// Readable when `rest` has events.
+    rest_ready: OwnedFd,
     /// What `epoll_wait` fills in.
     ready: Vec<libc::epoll_event>,
     layout: Layout,
@@ -638,6 +648,8 @@ pub struct SchedEvents {
     page: Vec<u8>,
     /// Switches read from `rest` that are to be given with the next drain.
     held: Vec<SchedEvent>,
+    /// When the last drain of `wake` had read everything (CLOCK_MONOTONIC).
+    mark: u64,
     /// Events the kernel could not keep (its buffer was full).
     pub lost: u64,
 }
@@ -663,16 +675,17 @@ impl SchedEvents {
         let rest = Stream::open(instances.join(format!("{name}-rest")))?;
         let mut events = SchedEvents {
             wake_ready: epoll(wake.pipes.iter().map(|(_, p)| p))?,
-            any_ready: epoll(wake.pipes.iter().chain(&rest.pipes).map(|(_, p)| p))?,
+            rest_ready: epoll(rest.pipes.iter().map(|(_, p)| p))?,
             ready: vec![
                 libc::epoll_event { events: 0, u64: 0 };
-                wake.pipes.len() + rest.pipes.len()
+                wake.pipes.len().max(rest.pipes.len())
             ],
             page: vec![0; wake.page.max(rest.page)],
             wake,
             rest,
             layout,
             held: Vec::new(),
+            mark: 0,
             lost: 0,
         };
         events.watch(tids)?;
@@ -696,22 +709,17 @@ impl SchedEvents {
         // nothing.
         let ids: &[i32] = if tids.is_empty() { &[-1] } else { tids };
         for (name, keys) in EVENTS {
-            let terms: Vec<String> = ids
-                .iter()
-                .flat_map(|t| keys.iter().map(move |k| format!("{k} == {t}")))
-                .collect();
-            let any = terms.join(" || ");
+            let any = one_of(keys, ids);
             if name == SWITCH {
-                self.wake.set(
-                    name,
-                    "filter",
-                    &format!("prev_state & {BLOCKED} && ({any})"),
-                )?;
-                self.rest.set(
-                    name,
-                    "filter",
-                    &format!("!(prev_state & {BLOCKED}) && ({any})"),
-                )?;
+                // A block is a watched thread leaving blocked. An unwatched
+                // thread blocking to give a watched one the CPU is not:
+                // among those is the agent itself, where it shares a CPU
+                // with watched threads, and waking it for its own sleep
+                // would never end.
+                let block = format!("prev_state & {BLOCKED} && ({})", one_of(&["prev_pid"], ids));
+                self.wake.set(name, "filter", &block)?;
+                self.rest
+                    .set(name, "filter", &format!("({any}) && !({block})"))?;
             } else {
                 self.wake.set(name, "filter", &any)?;
             }
@@ -732,66 +740,66 @@ impl SchedEvents {
         self.wake_ready.as_raw_fd()
     }
 
-    /// Appends every event available now to `out`, in time order.
+    /// Appends the blocks, wakeups, forks and exits available now to
+    /// `out`, in time order: what the dispatcher decides on, read before
+    /// anything else so that its decision waits for nothing. The other
+    /// switches up to now come with [`SchedEvents::drain_switches`].
     pub fn drain(&mut self, out: &mut Vec<SchedEvent>) -> io::Result<()> {
         let start = out.len();
-        out.append(&mut self.held);
-        // SAFETY: `ready` is a valid array of its length.
-        let n = unsafe {
-            libc::epoll_wait(
-                self.any_ready.as_raw_fd(),
-                self.ready.as_mut_ptr(),
-                self.ready.len() as i32,
-                0,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
-            }
-        }
-        let ready = &mut self.ready[..n.max(0) as usize];
-        ready.sort_by_key(|e| e.u64);
-        let wakes = self.wake.pipes.len();
-        let mut rest = out.len();
-        let mut now = None;
-        for e in ready.iter() {
-            let i = e.u64 as usize;
-            let (cpu, pipe) = if i < wakes {
-                &mut self.wake.pipes[i]
-            } else {
-                // `wake` is read up to now; the other switches after it
-                // wait for the next drain, so that none comes before an
-                // event of `wake` that happened earlier.
-                if now.is_none() {
-                    now = Some(monotonic_ns());
-                    rest = out.len();
-                }
-                match self.rest.pipes.get_mut(i - wakes) {
-                    Some(p) => p,
-                    None => continue,
-                }
-            };
+        let ready = wait_ready(&self.wake_ready, &mut self.ready)?;
+        for e in &self.ready[..ready] {
+            let (cpu, pipe) = &mut self.wake.pipes[e.u64 as usize];
             self.lost += read_pipe(pipe, *cpu, &mut self.page, &self.layout, out)?;
         }
-        if let Some(now) = now {
-            let mut kept = rest;
-            for i in rest..out.len() {
-                let e = out[i];
-                if e.time_ns() > now {
-                    self.held.push(e);
-                } else {
-                    out[kept] = e;
-                    kept += 1;
-                }
-            }
-            out.truncate(kept);
-        }
+        // Every block and wakeup up to here is read: the other switches
+        // after it wait for the next drain, so that none comes before an
+        // event of `wake` that happened earlier.
+        self.mark = monotonic_ns();
         // Each CPU's events are in order; merged, the CPUs are not.
         out[start..].sort_by_key(|e| e.time_ns());
         Ok(())
     }
+
+    /// Appends the switches that are not blocks (preemptions, a thread
+    /// given the CPU) up to the last [`SchedEvents::drain`] to `out`, in
+    /// time order.
+    pub fn drain_switches(&mut self, out: &mut Vec<SchedEvent>) -> io::Result<()> {
+        let start = out.len();
+        out.append(&mut self.held);
+        let ready = wait_ready(&self.rest_ready, &mut self.ready)?;
+        for e in &self.ready[..ready] {
+            let (cpu, pipe) = &mut self.rest.pipes[e.u64 as usize];
+            self.lost += read_pipe(pipe, *cpu, &mut self.page, &self.layout, out)?;
+        }
+        let mut kept = start;
+        for i in start..out.len() {
+            let e = out[i];
+            if e.time_ns() > self.mark {
+                self.held.push(e);
+            } else {
+                out[kept] = e;
+                kept += 1;
+            }
+        }
+        out.truncate(kept);
+        out[start..].sort_by_key(|e| e.time_ns());
+        Ok(())
+    }
+}
+
+/// Which pipes of an epoll set `epfd` are readable now: their indices go
+/// to the first entries of `ready`, which are returned.
+fn wait_ready(epfd: &OwnedFd, ready: &mut [libc::epoll_event]) -> io::Result<usize> {
+    // SAFETY: `ready` is a valid array of its length.
+    let n =
+        unsafe { libc::epoll_wait(epfd.as_raw_fd(), ready.as_mut_ptr(), ready.len() as i32, 0) };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        if e.kind() != io::ErrorKind::Interrupted {
+            return Err(e);
+        }
+    }
+    Ok(n.max(0) as usize)
 }
 
 /// CLOCK_MONOTONIC now, in ns: the clock the events are stamped with.

@@ -27,10 +27,18 @@ pub enum Seen {
 }
 
 /// Everything seen, in time order.
+///
+/// Kept in chunks rather than one vector: the agent records
+/// on the CPU it manages, with its memory locked, and doubling a vector of
+/// a second's events there (copied, its new pages faulted in) held a
+/// managed thread off the CPU for 0.7 ms.
 #[derive(Clone, Debug, Default)]
 pub struct Observations {
-    pub log: Vec<(Instant, Seen)>,
+    chunks: Vec<Vec<(Instant, Seen)>>,
 }
+
+/// Events per chunk of [`Observations`] (64 KiB).
+const CHUNK: usize = 2048;
 
 /// A thread's measured figures (see [`hsched_model::ThreadResult`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -43,7 +51,31 @@ pub struct ThreadFigures {
 
 impl Observations {
     pub fn push(&mut self, at: Instant, seen: Seen) {
-        self.log.push((at, seen));
+        // In time order, even where the kernel's CPUs' stamps are not.
+        let last = self.chunks.last().and_then(|c| c.last());
+        let at = last.map_or(at, |&(last, _)| at.max(last));
+        match self.chunks.last_mut() {
+            Some(c) if c.len() < CHUNK => c.push((at, seen)),
+            _ => {
+                let mut c = Vec::with_capacity(CHUNK);
+                c.push((at, seen));
+                self.chunks.push(c);
+            }
+        }
+    }
+
+    /// Everything seen, in time order.
+    pub fn iter(&self) -> impl Iterator<Item = &(Instant, Seen)> {
+        self.chunks.iter().flatten()
+    }
+
+    /// How many events were seen.
+    pub fn len(&self) -> usize {
+        self.chunks.iter().map(Vec::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.chunks.is_empty()
     }
 
     /// Each of `threads` threads' figures, up to `end`.
@@ -61,7 +93,7 @@ impl Observations {
         let gap = |f: &mut ThreadFigures, since: Instant, at: Instant| {
             f.max_runnable_gap = f.max_runnable_gap.max(at.saturating_since(since));
         };
-        for &(at, seen) in &self.log {
+        for &(at, seen) in self.iter() {
             match seen {
                 Seen::Wakeup(t) => {
                     let s = &mut state[t.index()];
@@ -139,7 +171,7 @@ impl Observations {
                 what,
             });
         };
-        for &(at, seen) in &self.log {
+        for &(at, seen) in self.iter() {
             let Seen::Switch {
                 cpu: Some(c), next, ..
             } = seen

@@ -46,6 +46,9 @@ pub struct LiveOptions {
     /// Where to listen for control requests ([`crate::control`]); the
     /// workers' `msg` operations come through it too.
     pub control: Option<std::path::PathBuf>,
+    /// The real CPU the agent runs on (`None`: the first managed one; see
+    /// [`Agent::new`]).
+    pub agent_cpu: Option<usize>,
 }
 
 /// A managed process: a command started for a thread, or one attached.
@@ -133,7 +136,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
     let cpus = pick_cpus(scn.machine.cpus)?;
     let guardian: Vec<&OsStr> = opts.guardian.iter().map(|s| s.as_os_str()).collect();
-    let mut agent = Agent::new(&cpus, &guardian, scn.machine.watchdog)?;
+    let mut agent = Agent::new(&cpus, opts.agent_cpu, &guardian, scn.machine.watchdog)?;
     if opts.hard_parking {
         agent.park_hard()?;
     }
@@ -330,7 +333,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         threads,
         nodes,
         decisions,
-        events: observed.log.len() as u64,
+        events: observed.len() as u64,
         wall_ns: wall.elapsed().as_nanos() as u64,
         jobs,
         log,
@@ -350,7 +353,6 @@ fn trace(
 ) -> hsched_model::Trace {
     use hsched_model::{Mark, MarkKind};
     let mut marks: Vec<Mark> = observed
-        .log
         .iter()
         .filter_map(|&(at, seen)| match seen {
             Seen::Wakeup(t) => Some(Mark {

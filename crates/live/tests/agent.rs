@@ -87,7 +87,7 @@ fn measure(policy: &str, params: Params, attach: [Params; 2], hard: bool) -> Opt
     let mut procs = [busy(), busy()];
     let pids = [procs[0].id() as i32, procs[1].id() as i32];
     let exe = Path::new(env!("CARGO_BIN_EXE_hsched-guardian"));
-    let mut agent = Agent::new(&[cpu], &[exe.as_os_str()], None).unwrap();
+    let mut agent = Agent::new(&[cpu], None, &[exe.as_os_str()], None).unwrap();
     if hard {
         agent.park_hard().unwrap();
     }
@@ -200,7 +200,7 @@ fn hard_parking_leaves_the_lower_priority_process_nothing() {
 }
 
 #[test]
-fn the_agent_stays_near_5_percent_of_a_cpu_at_1000_decisions_per_second() {
+fn the_agent_stays_under_5_percent_of_a_cpu_at_1000_decisions_per_second() {
     // The target: rr with a 1ms quantum decides at every quantum
     // end. The machine is shared: other load only adds to what the agent
     // is charged, so the least of up to three runs is its own cost.
@@ -219,17 +219,15 @@ fn the_agent_stays_near_5_percent_of_a_cpu_at_1000_decisions_per_second() {
         }
     }
     let (cpu, rate) = best.expect("measured at least once");
-    // The target is 5%. The agent meets it on average (4.3% over
-    // six runs of the release build, side by side with 7.3% before the
-    // binary reader), but single runs on this shared machine reach 5.3%:
-    // failing CI on that noise would hide real regressions behind flakes,
-    // so this guards at a third above the target and prints the figure.
+    // The target. Measured with the release build: 2.5-3.6% with
+    // the agent on the managed CPU (its place by default), against
+    // 4.7-5.2% on the other, idle CPU, in alternating runs.
     eprintln!(
         "agent CPU: {:.2}% of one CPU at {rate:.0} decisions/s (target 5%)",
         100.0 * cpu
     );
     assert!(
-        cpu < 0.065,
+        cpu < 0.05,
         "the agent used {:.2}% of a CPU at {rate:.0} decisions/s (the least of three runs)",
         100.0 * cpu
     );

@@ -113,6 +113,7 @@ fn live((path, text): (&str, &str), edit: impl FnOnce(&mut Scenario)) -> Result<
             std::path::Path::new(hsched_live::control::SOCKET_DIR)
                 .join(format!("hsched-repro-{}.sock", std::process::id())),
         ),
+        agent_cpu: None,
     };
     hsched_live::run::run(&scn, &opts).map_err(|e| format!("{path}: {e}"))
 }
