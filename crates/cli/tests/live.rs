@@ -3,7 +3,8 @@
 //! simulation (`--compare-sim`), with its jobs and trace; a scenario live
 //! cannot run refused with exit 2; and the agent
 //! SIGKILLed mid-run with one process raised and one stopped: every managed
-//! process is back at its original policy and running within one second.
+//! process is back at its original policy and running within one second;
+//! a policy the watchdog ejects hands its threads back to Linux.
 
 mod common;
 
@@ -233,6 +234,101 @@ program = [ { run = "100s" } ]
     }
     eprintln!("all managed processes back {took:?} after the agent's SIGKILL");
     assert!(all_back, "not all back within 1s");
+}
+
+/// The safety net for a stuck policy: `fp` keeps its low thread off the
+/// CPU past the watchdog's bound, is ejected, and both its threads are
+/// handed back to Linux while the run goes on (their policy and CPUs as
+/// before, running), each logged.
+#[test]
+fn an_ejected_policy_hands_its_threads_back_to_linux() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    if !privileged() {
+        return;
+    }
+    let file = tmp("live", "starving.toml");
+    std::fs::write(
+        &file,
+        r#"
+name = "starving"
+horizon = "3s"
+default = "root"
+[machine]
+cpus = 1
+watchdog = "300ms"
+[[scheduler]]
+name = "root"
+policy = "rr"
+[[scheduler]]
+name = "fp"
+policy = "fp"
+parent = "root"
+[[thread]]
+name = "high"
+parent = "fp"
+at = { prio = 2 }
+command = ["sh", "-c", "while :; do :; done"]
+program = [ { run = "100s" } ]
+[[thread]]
+name = "low"
+parent = "fp"
+at = { prio = 1 }
+command = ["sh", "-c", "while :; do :; done"]
+program = [ { run = "100s" } ]
+"#,
+    )
+    .unwrap();
+    let agent = Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .arg("live")
+        .arg(&file)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let all_cpus = sys::get_affinity(0).unwrap();
+    let start = Instant::now();
+    // As Linux had them: nice 0 on every CPU, and not waiting for the
+    // agent's end to get there.
+    let back = |p: i32| {
+        sys::get_attr(p).is_ok_and(|a| a.policy == SCHED_OTHER && a.nice == 0)
+            && sys::get_affinity(p).is_ok_and(|c| c == all_cpus)
+    };
+    let hogs = || -> Vec<i32> {
+        children(agent.id())
+            .into_iter()
+            .filter(|&p| {
+                std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sh")
+            })
+            .collect()
+    };
+    // Managed first (one raised), then back.
+    let mut managed = false;
+    let handed_back = loop {
+        let hogs = hogs();
+        managed |= hogs
+            .iter()
+            .any(|&p| sys::get_attr(p).is_ok_and(|a| a.nice == RUN_NICE));
+        if managed && hogs.len() == 2 && hogs.iter().all(|&p| back(p)) {
+            break start.elapsed();
+        }
+        assert!(
+            start.elapsed() < Duration::from_millis(2500),
+            "not handed back (managed: {managed}): {hogs:?}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    let out = agent.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = result["log"].to_string();
+    eprintln!("handed back {handed_back:?} after the start");
+    assert!(log.contains("ejected `fp`"), "{log}");
+    for name in ["high", "low"] {
+        assert!(
+            log.contains(&format!("thread `{name}` handed back to Linux")),
+            "{log}"
+        );
+    }
 }
 
 #[test]

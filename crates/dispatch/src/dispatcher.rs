@@ -201,6 +201,9 @@ pub struct Dispatcher {
     /// Instances being removed right now: removing one ends run segments,
     /// which charges it, and a failure there must not eject it again.
     pub(crate) removing: Vec<SchedId>,
+    /// Threads whose scheduler was ejected, since the last
+    /// [`Dispatcher::take_ejected_threads`].
+    pub(crate) ejected_threads: Vec<ThreadId>,
 }
 
 impl Dispatcher {
@@ -236,6 +239,7 @@ impl Dispatcher {
             event: 0,
             involuntary: false,
             removing: Vec::new(),
+            ejected_threads: Vec::new(),
         };
         if let Some(bound) = d.cfg.watchdog {
             d.arm(
@@ -261,6 +265,13 @@ impl Dispatcher {
     }
     pub fn take_log(&mut self) -> Vec<LogEntry> {
         std::mem::take(&mut self.log)
+    }
+    /// The threads whose scheduler (or an ancestor of it) was ejected since
+    /// the last call: the dispatcher has moved them to the default
+    /// scheduler; a platform may instead give them up (the live one hands
+    /// them back to Linux).
+    pub fn take_ejected_threads(&mut self) -> Vec<ThreadId> {
+        std::mem::take(&mut self.ejected_threads)
     }
     /// Per-instance results, indexed by `SchedId`, destroyed ones included.
     pub fn node_results(&self) -> &[NodeResult] {
@@ -1069,4 +1080,55 @@ fn root_declined(hop: &Hop) -> bool {
 
 pub(crate) fn half(d: Duration) -> Duration {
     Duration((d.as_nanos() / 2).max(1))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::AttachLink;
+    use hsched_core::{Params, Value};
+
+    struct NoPlatform;
+    impl Platform for NoPlatform {
+        fn set_cpu(&mut self, _: Instant, _: CpuId, _: Option<ThreadId>) {}
+    }
+
+    /// An `fp` under the default `rr` that keeps its low thread waiting is
+    /// ejected by the watchdog: both its threads are reported (a live
+    /// platform hands them back to its operating system), once.
+    #[test]
+    fn the_threads_of_an_ejected_scheduler_are_reported_once() {
+        let mut d = Dispatcher::new(Config {
+            cpus: 1,
+            tick: None,
+            watchdog: Some(Duration::from_millis(100)),
+            check_invariants: true,
+        });
+        let p = &mut NoPlatform;
+        let root = d.create_root("root", "rr", &Params::new()).unwrap();
+        d.set_default(root);
+        let fp = d.create("fp", "fp", &Params::new(), 1).unwrap();
+        let link = AttachLink {
+            parent: root,
+            vps: 1,
+            params: Params::new(),
+        };
+        d.attach(p, Instant::ZERO, fp, &[link]).unwrap();
+        let prio = |v| Params::new().with("prio", Value::Int(v));
+        let (high, _) = d.add_thread("high", fp, &prio(2));
+        let (low, _) = d.add_thread("low", fp, &prio(1));
+        for t in [high, low] {
+            d.thread_ready(p, Instant::ZERO, t);
+        }
+        assert!(d.take_ejected_threads().is_empty());
+        for ms in (10..=400).step_by(10) {
+            d.advance(p, Instant::ZERO + Duration::from_millis(ms));
+        }
+        let mut ejected = d.take_ejected_threads();
+        ejected.sort();
+        assert_eq!(ejected, vec![high, low], "{:#?}", d.take_log());
+        assert_eq!(d.thread_sched(low), Some(root));
+        d.advance(p, Instant::ZERO + Duration::from_millis(800));
+        assert!(d.take_ejected_threads().is_empty());
+    }
 }

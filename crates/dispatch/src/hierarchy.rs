@@ -390,6 +390,9 @@ impl Dispatcher {
     fn remove_tree(&mut self, s: SchedId, orderly: bool) {
         let mut orphans = Vec::new();
         self.remove_one(s, orderly, &mut orphans);
+        if !orderly {
+            self.ejected_threads.extend_from_slice(&orphans);
+        }
         self.ensure_default();
         let default = self.default.expect("ensure_default made one");
         for t in orphans {

@@ -343,6 +343,9 @@ pub struct Agent {
     family: Vec<ThreadId>,
     params: Vec<Params>,
     exits: Vec<Option<Instant>>,
+    /// By managed thread: handed back to Linux (see
+    /// [`Agent::hand_back_ejected`]).
+    released: Vec<bool>,
 }
 
 impl Agent {
@@ -446,6 +449,7 @@ impl Agent {
             family: Vec::new(),
             params: Vec::new(),
             exits: Vec::new(),
+            released: Vec::new(),
         })
     }
 
@@ -519,6 +523,7 @@ impl Agent {
         self.family.push(family.unwrap_or(t));
         self.params.push(params.clone());
         self.exits.push(None);
+        self.released.push(false);
         self.by_tid.insert(tid, t);
         self.platform.park(t);
         self.events
@@ -538,7 +543,7 @@ impl Agent {
     /// as `NAME/TID` of the family, and would be given back as the family's
     /// head was found.
     fn adopt(&mut self, parent: ThreadId, child: i32) {
-        if self.by_tid.contains_key(&child) {
+        if self.by_tid.contains_key(&child) || self.released[parent.index()] {
             return;
         }
         let head = self.family[parent.index()];
@@ -697,8 +702,53 @@ impl Agent {
                 return;
             }
             self.exits[t.index()] = Some(self.now);
+            if !self.released[t.index()] {
+                self.disp.thread_exit(&mut self.platform, self.now, t);
+                let _ = self.guardian.send(&Line::Release(tid));
+            }
+        }
+    }
+
+    /// Hands the threads of an ejected scheduler (a stuck or failing
+    /// policy: the watchdog's verdict, a panic, broken invariants) back to
+    /// Linux: as they were before the agent took them, no longer scheduled
+    /// by the hierarchy, their figures still counted. (The simulator moves
+    /// them to the default scheduler instead; on a real machine the
+    /// operating system is the scheduler that is always there.) What they
+    /// start from then on is not taken over.
+    fn hand_back_ejected(&mut self) {
+        for t in self.disp.take_ejected_threads() {
+            let i = t.index();
+            if self.released[i] || self.exits[i].is_some() {
+                continue;
+            }
+            self.released[i] = true;
             self.disp.thread_exit(&mut self.platform, self.now, t);
-            let _ = self.guardian.send(&Line::Release(tid));
+            let original = &self.originals[i];
+            // Its policy first: a stopped process never continues at a
+            // priority it should not have.
+            let back = sys::set_attr(original.tid, &original.attr())
+                .and_then(|()| sys::set_affinity(original.tid, &original.cpus))
+                .and_then(|()| self.platform.continue_process(self.platform.pids[i]));
+            let name = self.disp.thread_name(t).to_string();
+            let (kind, text) = match back {
+                Ok(()) => {
+                    let _ = self.guardian.send(&Line::Release(original.tid));
+                    (
+                        LogKind::Moved,
+                        format!("thread `{name}` handed back to Linux: its scheduler was ejected"),
+                    )
+                }
+                Err(e) => (
+                    LogKind::Refused,
+                    format!("thread `{name}`: handing it back to Linux failed ({e}); the guardian restores it at the end"),
+                ),
+            };
+            self.log.push(LogEntry {
+                at: self.now,
+                kind,
+                text,
+            });
         }
     }
 
@@ -770,6 +820,7 @@ impl Agent {
                 self.lateness.push(self.now.0 - until.0);
             }
             self.disp.advance(&mut self.platform, self.now);
+            self.hand_back_ejected();
             self.platform.lower_woken(self.now);
             if self.last_beat.elapsed() >= HEARTBEAT_EVERY {
                 self.last_beat = std::time::Instant::now();
