@@ -21,7 +21,11 @@
 //! ```
 //!
 //! Times are ns since the run's time zero. A `msg` goes to the agent
-//! through the run's control socket, as the thread itself. Operations
+//! through the run's control socket, as the thread itself. A reply that
+//! promises a wakeup (`wakeup = W`, as `rtwake`'s do) is a job released
+//! at W with W as its deadline, started and finished when the worker next
+//! runs, as the simulator records it: its lateness is how late (negative:
+//! how early) the wakeup came. Operations
 //! that need other threads (locks, semaphores, calls) are refused by
 //! [`plan`] before anything starts.
 
@@ -225,6 +229,8 @@ struct Worker<W: Write> {
     control: Option<std::path::PathBuf>,
     /// Connected at the first `msg`.
     client: Option<crate::control::Client>,
+    /// Wakeups promised so far.
+    wakeups: u64,
 }
 
 impl<W: Write> Worker<W> {
@@ -247,8 +253,13 @@ impl<W: Write> Worker<W> {
         record
     }
 
-    /// Sends a message for this thread through the control socket.
-    fn send(&mut self, to: Option<String>, msg: &hsched_core::Msg) -> std::io::Result<()> {
+    /// Sends a message for this thread through the control socket; the
+    /// answer.
+    fn send(
+        &mut self,
+        to: Option<String>,
+        msg: &hsched_core::Msg,
+    ) -> std::io::Result<crate::control::Response> {
         if self.client.is_none() {
             let path = self.control.as_deref().ok_or_else(|| {
                 std::io::Error::new(std::io::ErrorKind::NotFound, "no control socket given")
@@ -261,8 +272,7 @@ impl<W: Write> Worker<W> {
             to,
             name: msg.name.clone(),
             args: msg.args.clone(),
-        })?;
-        Ok(())
+        })
     }
 
     fn steps(&mut self, steps: &[Step]) -> Flow {
@@ -300,7 +310,25 @@ impl<W: Write> Worker<W> {
             Step::Msg { to, msg } => {
                 // The agent logs the answer; the program goes on either way
                 // (the socket is gone only once the run is over).
-                let _ = self.send(to.clone(), msg);
+                if let Ok(reply) = self.send(to.clone(), msg) {
+                    // A duration crosses the socket as a bare number of ns
+                    // (values are untagged there): it comes back an `Int`.
+                    let at = match reply.reply.get("wakeup") {
+                        Some(hsched_core::Value::Duration(d)) => Some(d.as_nanos()),
+                        Some(&hsched_core::Value::Int(ns)) => u64::try_from(ns).ok(),
+                        _ => None,
+                    };
+                    if let Some(at) = at {
+                        // Read when this process next runs: the scheduler
+                        // holds it off its CPU until then.
+                        let ran = self.now();
+                        let job = self.wakeups;
+                        self.wakeups += 1;
+                        let record = self.release(job, at, at);
+                        self.report(format_args!("S {record} {ran}"));
+                        self.report(format_args!("F {record} {ran}"));
+                    }
+                }
             }
             Step::Exit => return Flow::Exit,
             Step::Loop { count, body } => {
@@ -396,6 +424,7 @@ pub fn run(spec: &WorkerSpec, out: impl Write) {
         rng,
         out,
         records: 0,
+        wakeups: 0,
         control: spec.control.clone(),
         client: None,
     };
