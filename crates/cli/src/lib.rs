@@ -143,6 +143,14 @@ struct LiveArgs {
     /// elsewhere must wake first), at the cost of its own time on that CPU.
     #[arg(long, value_name = "CPU")]
     agent_cpu: Option<usize>,
+    /// Speculate on wakeups: a thread the hierarchy ran as soon as it woke
+    /// is left ready to run at its next wakeup, before the agent hears of
+    /// it (latency near SCHED_FIFO's); where the hierarchy then decides
+    /// otherwise, the thread is parked, and the log counts how often. The
+    /// agent then runs off the scenario's CPUs (unless `--agent-cpu`). Not
+    /// with `--park hard`.
+    #[arg(long)]
+    speculate: bool,
 }
 
 /// What a run writes besides its summary (`sim` and `live` alike).
@@ -382,6 +390,11 @@ fn print_result(result: &hsched_model::RunResult, json: Option<&Path>) -> Result
 }
 
 fn live(args: &LiveArgs) -> Result<(), CliError> {
+    if args.speculate && args.park == Parking::Hard {
+        return Err(CliError::Input(
+            "--speculate runs a thread before the hierarchy has decided on it; --park hard promises a parked thread gets nothing: choose one".into(),
+        ));
+    }
     let scn = load_scenario(&args.file)?;
     let analysis = analyse(&args.file, &scn, &rule_book(), args.allow_uncomposed)?;
     let exe = std::env::current_exe().map_err(|e| {
@@ -399,6 +412,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
                 .join(format!("hsched-{}.sock", std::process::id()))
         })),
         agent_cpu: args.agent_cpu,
+        speculate: args.speculate,
     };
     let mut result = hsched_live::run::run(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;

@@ -136,6 +136,19 @@ struct LivePlatform {
     /// By CPU: the second (of the agent's clock) and the time given at
     /// [`WAKE_ATTR`] in it.
     wake_spent: Vec<(u64, hsched_core::Duration)>,
+    /// Speculative wakeups (see [`Agent::speculate`]).
+    speculate: bool,
+    /// The thread whose wakeup, or block, the dispatcher is being told of.
+    waking: Option<ThreadId>,
+    blocking: Option<ThreadId>,
+    /// By dispatcher thread id: given its CPU at its last wakeup; left at
+    /// [`WAKE_ATTR`] on its CPU while it sleeps.
+    woke_to_cpu: Vec<bool>,
+    armed: Vec<bool>,
+    /// Wakeups of armed threads, and of them those the hierarchy did not
+    /// give the CPU.
+    armed_wakeups: u64,
+    mispredicted: u64,
 }
 
 /// A managed thread's CPU affinity: one real CPU, or all the managed ones.
@@ -176,6 +189,7 @@ impl LivePlatform {
     fn run(&mut self, t: ThreadId, cpu: usize, now: Instant) {
         let tid = self.tids[t.index()];
         let fresh = std::mem::take(&mut self.fresh[t.index()]);
+        self.woke_to_cpu[t.index()] = self.waking == Some(t);
         let attr = if fresh && self.wake_left(cpu, now) {
             self.woken[cpu] = Some((t, now));
             &WAKE_ATTR
@@ -189,6 +203,35 @@ impl LivePlatform {
             r = self.continue_process(self.pids[t.index()]);
         }
         self.note(tid, r);
+    }
+
+    /// Whether thread `t`, blocking on CPU `cpu`, is left armed there: with
+    /// speculation on, soft parking, budget left, and given its CPU at its
+    /// last wakeup (the hierarchy is predicted to do so again).
+    fn may_arm(&mut self, t: ThreadId, cpu: usize, now: Instant) -> bool {
+        self.speculate && !self.hard && self.woke_to_cpu[t.index()] && self.wake_left(cpu, now)
+    }
+
+    /// Leaves blocked thread `t` at [`WAKE_ATTR`], pinned where it ran: when
+    /// it wakes, Linux runs it at once, before the agent has heard of it.
+    fn arm(&mut self, t: ThreadId) {
+        self.armed[t.index()] = true;
+        let tid = self.tids[t.index()];
+        let r = sys::set_attr(tid, &WAKE_ATTR);
+        self.note(tid, r);
+    }
+
+    /// Armed thread `t` woke and the hierarchy has decided: if it did not
+    /// give `t` a CPU, the speculation was wrong and `t` is parked.
+    fn armed_woke(&mut self, t: ThreadId) {
+        if !std::mem::take(&mut self.armed[t.index()]) {
+            return;
+        }
+        self.armed_wakeups += 1;
+        if !self.on_cpu.contains(&Some(t)) {
+            self.mispredicted += 1;
+            self.park(t);
+        }
     }
 
     /// Whether CPU `cpu` has [`WAKE_BUDGET`] left in the second of `now`.
@@ -299,7 +342,11 @@ impl Platform for LivePlatform {
         self.end_wake(c, now);
         if let Some(old) = self.on_cpu[c].take() {
             if Some(old) != thread && !self.on_cpu.contains(&Some(old)) {
-                self.park(old);
+                if self.blocking == Some(old) && self.may_arm(old, c, now) {
+                    self.arm(old);
+                } else {
+                    self.park(old);
+                }
             }
         }
         if let Some(t) = thread {
@@ -427,6 +474,13 @@ impl Agent {
                 pinned: Vec::new(),
                 fresh: Vec::new(),
                 woken: vec![None; cpus.len()],
+                speculate: false,
+                waking: None,
+                blocking: None,
+                woke_to_cpu: Vec::new(),
+                armed: Vec::new(),
+                armed_wakeups: 0,
+                mispredicted: 0,
                 wake_spent: vec![(0, hsched_core::Duration::ZERO); cpus.len()],
             },
             events,
@@ -520,6 +574,8 @@ impl Agent {
         self.platform.tids.push(tid);
         self.platform.pids.push(pid);
         self.platform.fresh.push(false);
+        self.platform.woke_to_cpu.push(false);
+        self.platform.armed.push(false);
         self.family.push(family.unwrap_or(t));
         self.params.push(params.clone());
         self.exits.push(None);
@@ -648,13 +704,18 @@ impl Agent {
                     ..
                 } => {
                     if let Some(&t) = self.by_tid.get(&prev) {
+                        self.platform.blocking = Some(t);
                         self.disp.thread_block(&mut self.platform, self.now, t);
+                        self.platform.blocking = None;
                     }
                 }
                 SchedEvent::Wakeup { tid, .. } => {
                     if let Some(&t) = self.by_tid.get(&tid) {
                         self.platform.fresh[t.index()] = true;
+                        self.platform.waking = Some(t);
                         self.disp.thread_ready(&mut self.platform, self.now, t);
+                        self.platform.waking = None;
+                        self.platform.armed_woke(t);
                     }
                 }
                 SchedEvent::Fork { parent, child, .. } => {
@@ -750,6 +811,27 @@ impl Agent {
                 text,
             });
         }
+    }
+
+    /// Speculates on wakeups from now on: a thread the hierarchy gave its
+    /// CPU as soon as it woke, and which then blocks there, is left armed
+    /// (at `SCHED_FIFO` [`WAKE_PRIORITY`], pinned) instead of parked, so
+    /// that at its next wakeup Linux runs it at once, as if the hierarchy
+    /// had decided in advance, and the agent's reaction (tens of µs) is
+    /// not on its path. When the agent hears of the wakeup it asks the
+    /// hierarchy as always; where the hierarchy does not give the thread
+    /// the CPU (a misprediction), the thread is parked then, having run
+    /// meanwhile against the hierarchy's decision. Counted
+    /// ([`Agent::speculation`]); within the CPU's wakeup budget; off with
+    /// hard parking, which promises that a parked thread gets nothing.
+    pub fn speculate(&mut self) {
+        self.platform.speculate = true;
+    }
+
+    /// Wakeups of armed threads so far, and of them those the hierarchy
+    /// did not give the CPU.
+    pub fn speculation(&self) -> (u64, u64) {
+        (self.platform.armed_wakeups, self.platform.mispredicted)
     }
 
     /// Parks hard from now on: a thread off its CPU has its process stopped

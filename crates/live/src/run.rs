@@ -49,6 +49,9 @@ pub struct LiveOptions {
     /// The real CPU the agent runs on (`None`: the first managed one; see
     /// [`Agent::new`]).
     pub agent_cpu: Option<usize>,
+    /// Speculative wakeups ([`Agent::speculate`]); the agent then runs off
+    /// the managed CPUs unless `agent_cpu` says otherwise.
+    pub speculate: bool,
 }
 
 /// A managed process: a command started for a thread, or one attached.
@@ -136,9 +139,19 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
     let cpus = pick_cpus(scn.machine.cpus)?;
     let guardian: Vec<&OsStr> = opts.guardian.iter().map(|s| s.as_os_str()).collect();
-    let mut agent = Agent::new(&cpus, opts.agent_cpu, &guardian, scn.machine.watchdog)?;
+    // Speculating, the agent is best off the managed CPUs: there it would
+    // wake at every wakeup of an armed thread and run first, above it.
+    let agent_cpu = opts.agent_cpu.or_else(|| {
+        let others = crate::sys::get_affinity(0).ok()?;
+        opts.speculate
+            .then(|| others.into_iter().find(|c| !cpus.contains(c)))
+            .flatten()
+    });
+    let mut agent = Agent::new(&cpus, agent_cpu, &guardian, scn.machine.watchdog)?;
     if opts.hard_parking {
         agent.park_hard()?;
+    } else if opts.speculate {
+        agent.speculate();
     }
     if let Some(path) = &opts.control {
         agent.listen(path)?;
@@ -233,6 +246,16 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         kind: hsched_model::LogKind::Refused,
         text: format!("could not change a managed thread: {e}"),
     }));
+    if opts.speculate && !opts.hard_parking {
+        let (woke, wrong) = agent.speculation();
+        log.push(hsched_model::LogEntry {
+            at: horizon,
+            kind: hsched_model::LogKind::Platform,
+            text: format!(
+                "speculative wakeups: {woke}, of which {wrong} against the hierarchy's decision (the thread ran until the agent parked it)"
+            ),
+        });
+    }
     let nodes = agent.node_results().to_vec();
     let schedulers: Vec<String> = started.iter().map(|s| agent.sched_of(s.id)).collect();
     // The horizon ends the commands, as it ends a simulated run, with

@@ -200,6 +200,9 @@ pub enum LogKind {
     Moved,
     /// A message was answered.
     Reply,
+    /// What a platform did beside the hierarchy's decisions (live: its
+    /// speculative wakeups).
+    Platform,
 }
 
 /// The timeline of a run.

@@ -212,6 +212,7 @@ fn kind_name(k: LogKind) -> &'static str {
         LogKind::Script => "script",
         LogKind::Moved => "moved",
         LogKind::Reply => "reply",
+        LogKind::Platform => "platform",
     }
 }
 
