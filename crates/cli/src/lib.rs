@@ -151,6 +151,9 @@ struct LiveArgs {
     /// with `--park hard`.
     #[arg(long)]
     speculate: bool,
+    /// Load a policy plugin (a library built with hsched-plugin); repeatable.
+    #[arg(long = "plugin", value_name = "PATH")]
+    plugins: Vec<PathBuf>,
 }
 
 /// What a run writes besides its summary (`sim` and `live` alike).
@@ -395,8 +398,13 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             "--speculate runs a thread before the hierarchy has decided on it; --park hard promises a parked thread gets nothing: choose one".into(),
         ));
     }
-    let scn = load_scenario(&args.file)?;
-    let analysis = analyse(&args.file, &scn, &rule_book(), args.allow_uncomposed)?;
+    let (scn, plugins) = plugins::load_scenario(&args.file, &args.plugins)?;
+    let analysis = analyse(
+        &args.file,
+        &scn,
+        &plugins.rule_book()?,
+        args.allow_uncomposed,
+    )?;
     let exe = std::env::current_exe().map_err(|e| {
         CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
     })?;
@@ -413,6 +421,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         })),
         agent_cpu: args.agent_cpu,
         speculate: args.speculate,
+        policies: plugins.infos(),
     };
     let mut result = hsched_live::run::run(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
@@ -423,12 +432,14 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             horizon: args.horizon,
             ..Default::default()
         };
-        let sim = hsched_sim::Simulation::new(&scn, &opts, &[])
+        let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
             .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
         let mut simulated = sim.finish();
         label_guarantees(&scn, &analysis, &mut simulated);
         print!("{}", hsched_report::compare(&simulated, &result));
     }
+    // The plugin libraries stay open until no instance is left.
+    drop(plugins);
     Ok(())
 }
 

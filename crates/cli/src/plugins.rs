@@ -1,4 +1,4 @@
-//! Policy plugins on the command line: `--plugin PATH` (on `sim`, `check`
+//! Policy plugins on the command line: `--plugin PATH` (on `sim`, `live`, `check`
 //! and `policies`) and a scenario's top-level `plugins = [...]` key, whose
 //! paths are relative to the scenario file. Their policies join the
 //! built-in ones by name for the parser and the simulator

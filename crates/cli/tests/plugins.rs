@@ -1,4 +1,4 @@
-//! Plugins on the command line: `--plugin` on `sim`, `check` and
+//! Plugins on the command line: `--plugin` on `sim`, `live`, `check` and
 //! `policies`, a scenario's `plugins` key (relative to the file), the
 //! shipped example scenario `plugins/example-edf/edf.toml`, and exit code 2
 //! naming the library for every way loading can fail.
@@ -97,6 +97,28 @@ fn the_shipped_example_scenario_runs_with_its_plugins_key() {
     }
     let check = hsched(&["check", &scn]);
     assert!(check.status.success(), "{}", text(&check.stderr));
+}
+
+/// The same scenario on real CPUs (root): the script loads the plugin's
+/// `edf` at run time, the workers join it by message, and it is unloaded.
+#[test]
+fn the_shipped_example_scenario_runs_live() {
+    if let Err(e) = hsched_live::sys::realtime_allowed() {
+        eprintln!("skipped: cannot set SCHED_FIFO here ({e}); run as root");
+        return;
+    }
+    let scn = example_scenario("edf-live.toml", &lib("example-edf"));
+    let out = hsched(&["live", &scn.display().to_string()]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let s = text(&out.stdout);
+    for needle in [
+        "loaded `rt` (edf)",
+        "thread `video` moved to `rt`",
+        "thread `audio` moved to `rt`",
+        "unloaded `rt`",
+    ] {
+        assert!(s.contains(needle), "`{needle}` in:\n{s}");
+    }
 }
 
 #[test]

@@ -25,7 +25,7 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 /// How to run live.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct LiveOptions {
     /// The guardian program and its leading arguments.
     pub guardian: Vec<std::ffi::OsString>,
@@ -52,6 +52,10 @@ pub struct LiveOptions {
     /// Speculative wakeups ([`Agent::speculate`]); the agent then runs off
     /// the managed CPUs unless `agent_cpu` says otherwise.
     pub speculate: bool,
+    /// Policies beyond the built-in ones (plugins'), by name for the
+    /// scenario's schedulers and the script's and control's loads. Their
+    /// libraries must stay loaded for the run.
+    pub policies: Vec<&'static hsched_core::PolicyInfo>,
 }
 
 /// A managed process: a command started for a thread, or one attached.
@@ -158,6 +162,9 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     }
     {
         let (disp, platform) = agent.dispatcher();
+        for &p in &opts.policies {
+            disp.add_policy(p);
+        }
         hsched_dispatch::build_hierarchy(disp, platform, scn)?;
     }
     agent.start_clock();

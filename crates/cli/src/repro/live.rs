@@ -143,6 +143,7 @@ fn run_live_with(
         ),
         agent_cpu: None,
         speculate: false,
+        policies: Vec::new(),
     };
     options(&mut opts);
     hsched_live::run::run(&scn, &opts).map_err(|e| format!("{path}: {e}"))
