@@ -62,6 +62,9 @@ enum What {
     },
     /// Unload a scheduler instance (its threads go to the default).
     Unload { name: String },
+    /// Load a policy plugin library into the run (a path the run can
+    /// open): its policies can be loaded from then on.
+    Plugin { path: std::path::PathBuf },
 }
 
 /// `KEY=VALUE` as a scenario file would read the value: `true`/`false`,
@@ -134,6 +137,9 @@ pub fn command(args: CtlArgs) -> Result<(), CliError> {
             },
         },
         What::Unload { name } => Request::Unload { scheduler: name },
+        What::Plugin { path } => Request::Plugin {
+            path: std::path::absolute(&path).unwrap_or(path),
+        },
     };
     let mut client = Client::connect(&socket)
         .map_err(|e| CliError::Input(format!("{}: {e}", socket.display())))?;

@@ -121,6 +121,82 @@ fn the_shipped_example_scenario_runs_live() {
     }
 }
 
+/// A plugin library loaded into a running `hsched live` (root) with
+/// `hsched ctl plugin`: its policy can then be loaded; the same library
+/// again is refused, naming the policy it already has.
+#[test]
+fn ctl_loads_a_plugin_into_a_live_run() {
+    if let Err(e) = hsched_live::sys::realtime_allowed() {
+        eprintln!("skipped: cannot set SCHED_FIFO here ({e}); run as root");
+        return;
+    }
+    let edf = lib("example-edf");
+    let dir = Path::new(&edf).parent().unwrap().to_path_buf();
+    let scn = dir.join("ctl-plugin.toml");
+    std::fs::write(
+        &scn,
+        r#"
+name = "ctl-plugin"
+horizon = "3s"
+default = "ts"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "root"
+policy = "fp"
+[[scheduler]]
+name = "ts"
+policy = "rr"
+parent = "root"
+at = { prio = 0 }
+[[thread]]
+name = "hog"
+program = [ { loop = { body = [ { run = "1s" } ] } } ]
+"#,
+    )
+    .unwrap();
+    let socket = dir.join(format!("ctl-plugin-{}.sock", std::process::id()));
+    let socket = socket.display().to_string();
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .args([
+            "live",
+            &scn.display().to_string(),
+            "--json",
+            "--socket",
+            &socket,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while !Path::new(&socket).exists() {
+        assert!(start.elapsed().as_secs() < 2, "no socket at {socket}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["ctl", "--socket", &socket];
+        all.extend_from_slice(args);
+        hsched(&all)
+    };
+    let loaded = ctl(&["plugin", &edf]);
+    assert!(loaded.status.success(), "{}", text(&loaded.stderr));
+    let again = ctl(&["plugin", &edf]);
+    assert!(!again.status.success(), "loaded twice");
+    assert!(
+        text(&again.stderr).contains("`edf`"),
+        "{}",
+        text(&again.stderr)
+    );
+    let rt = ctl(&["load", "rt", "edf", "--parent", "root", "--at", "prio=1"]);
+    assert!(rt.status.success(), "{}", text(&rt.stderr));
+    let out = run.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let log = String::from_utf8_lossy(&out.stdout).into_owned();
+    for needle in ["loaded plugin", "loaded `rt` (edf)", "already known"] {
+        assert!(log.contains(needle), "`{needle}` in:\n{log}");
+    }
+}
+
 #[test]
 fn sim_and_check_take_plugin_flags() {
     let edf = lib("example-edf");

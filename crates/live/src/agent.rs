@@ -393,6 +393,8 @@ pub struct Agent {
     /// By managed thread: handed back to Linux (see
     /// [`Agent::hand_back_ejected`]).
     released: Vec<bool>,
+    /// Plugin libraries loaded by control requests (kept open for the run).
+    plugins: Vec<hsched_plugin_host::Plugin>,
 }
 
 impl Agent {
@@ -504,6 +506,7 @@ impl Agent {
             params: Vec::new(),
             exits: Vec::new(),
             released: Vec::new(),
+            plugins: Vec::new(),
         })
     }
 
@@ -956,6 +959,17 @@ impl Agent {
             }
             Request::Move { thread, to, params } => Action::Move { thread, to, params },
             Request::Load { scheduler } => Action::Load(scheduler),
+            Request::Plugin { path } => {
+                let response = match self.load_plugin(&path) {
+                    Ok(text) => Response {
+                        ok: true,
+                        text,
+                        reply: Params::new(),
+                    },
+                    Err(e) => Response::refused(e),
+                };
+                return self.logged(response, peer);
+            }
             Request::Unload { scheduler } => Action::Unload(scheduler),
             Request::Detach { scheduler } => Action::Detach(scheduler),
             Request::Attach { scheduler, parents } => Action::Attach { scheduler, parents },
@@ -971,6 +985,33 @@ impl Agent {
             Err(e) => Response::refused(e),
         };
         self.logged(response, peer)
+    }
+
+    /// Loads the plugin library at `path`: its policies join the ones the
+    /// hierarchy may create. Refused if one of them has the name of a
+    /// built-in policy or of one loaded before.
+    fn load_plugin(&mut self, path: &Path) -> Result<String, String> {
+        let plugin = hsched_plugin_host::Plugin::load(path).map_err(|e| e.to_string())?;
+        let names: Vec<&str> = plugin.policies().iter().map(|p| p.info.name).collect();
+        for name in &names {
+            let loaded = self
+                .plugins
+                .iter()
+                .flat_map(|p| p.policies())
+                .any(|p| p.info.name == *name);
+            if hsched_policies::find(name).is_some() || loaded {
+                return Err(format!(
+                    "plugin `{}`: policy `{name}` is already known; a plugin cannot replace it",
+                    plugin.label()
+                ));
+            }
+        }
+        for p in plugin.policies() {
+            self.disp.add_policy(p.info);
+        }
+        let text = format!("loaded plugin `{}`: {}", plugin.label(), names.join(", "));
+        self.plugins.push(plugin);
+        Ok(text)
     }
 
     /// Message `msg` to scheduler `to` (by default the speaker's) from

@@ -68,6 +68,9 @@ pub enum Request {
         scheduler: String,
         parents: Vec<ParentLink>,
     },
+    /// Load the plugin library at `path` (as the agent sees paths): its
+    /// policies can be loaded from then on.
+    Plugin { path: std::path::PathBuf },
     /// The managed threads and the schedulers, as text.
     Status,
 }
@@ -83,6 +86,7 @@ impl Request {
                 | Request::Unload { .. }
                 | Request::Detach { .. }
                 | Request::Attach { .. }
+                | Request::Plugin { .. }
         )
     }
 }
