@@ -1,8 +1,8 @@
 //! The control socket of a live run: messages to schedulers (Vassal's
 //! MessageToScheduler, HLS's HLSCtl: reserve, begin and end a time
 //! constraint, warp on and off, join and leave a scheduler) and changes
-//! of the hierarchy at run time (load, unload, detach, attach, move),
-//! from `hsched ctl`, from a program through [`Client`], or from hsched's
+//! of the hierarchy at run time (load, unload, detach, attach, move, and
+//! plugin libraries whose policies may then be loaded), from `hsched ctl`, from a program through [`Client`], or from hsched's
 //! own worker executing a `msg` operation.
 //!
 //! The protocol: a Unix stream socket, one JSON [`Request`] per line, one
