@@ -277,14 +277,6 @@ fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
-/// Loads a scenario, rendering a parse error with its source snippet.
-pub fn load_scenario(path: &Path) -> Result<hsched_model::Scenario, CliError> {
-    hsched_scenario::load(path).map_err(|e| {
-        let report = miette::Report::new(e);
-        CliError::Input(format!("{report:?}"))
-    })
-}
-
 fn write_file(
     path: &Path,
     what: &str,
@@ -338,14 +330,27 @@ fn analyse(
     Ok(analysis)
 }
 
+/// A scenario to run (`sim`, `live`) with its plugins, analysed: refused
+/// unless it composes or `allow_uncomposed`.
+fn load_to_run(
+    file: &Path,
+    plugin_paths: &[PathBuf],
+    allow_uncomposed: bool,
+) -> Result<
+    (
+        hsched_model::Scenario,
+        plugins::Plugins,
+        hsched_analysis::compose::Analysis,
+    ),
+    CliError,
+> {
+    let (scn, plugins) = plugins::load_scenario(file, plugin_paths)?;
+    let analysis = analyse(file, &scn, &plugins.rule_book()?, allow_uncomposed)?;
+    Ok((scn, plugins, analysis))
+}
+
 fn sim(args: SimArgs) -> Result<(), CliError> {
-    let (scn, plugins) = plugins::load_scenario(&args.file, &args.plugins)?;
-    let analysis = analyse(
-        &args.file,
-        &scn,
-        &plugins.rule_book()?,
-        args.allow_uncomposed,
-    )?;
+    let (scn, plugins, analysis) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
     let opts = hsched_sim::SimOptions {
         horizon: args.horizon,
         seed: args.seed,
@@ -398,13 +403,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             "--speculate runs a thread before the hierarchy has decided on it; --park hard promises a parked thread gets nothing: choose one".into(),
         ));
     }
-    let (scn, plugins) = plugins::load_scenario(&args.file, &args.plugins)?;
-    let analysis = analyse(
-        &args.file,
-        &scn,
-        &plugins.rule_book()?,
-        args.allow_uncomposed,
-    )?;
+    let (scn, plugins, analysis) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
     let exe = std::env::current_exe().map_err(|e| {
         CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
     })?;
