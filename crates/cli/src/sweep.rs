@@ -78,6 +78,10 @@ pub fn command(args: SweepArgs) -> Result<(), CliError> {
             ))
         })?;
         println!("# {}", hsched_sweep::points::describe(&spec, &p));
+        println!(
+            "# the sweep runs it with its seed: hsched sim FILE --seed {}",
+            p.seed
+        );
         print!("{text}");
         return Ok(());
     }

@@ -10,6 +10,7 @@
 //! straight through.
 
 use crate::csvfile::{self, Row};
+use crate::generator::{Setting, Task};
 use crate::points::{self, Point, Shard};
 use crate::spec::Spec;
 use crate::value::Value;
@@ -17,8 +18,8 @@ use hsched_core::PolicyInfo;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Mutex};
 
 /// A sweep that could not finish: bad input (a point whose scenario does
 /// not parse or run, an output written for another spec) or a failure.
@@ -125,12 +126,28 @@ pub fn scenario_text(spec: &Spec, p: &Point) -> Result<(String, String), String>
         }
     }
     if let Some(ts) = &spec.taskset {
-        use crate::generator::Setting;
+        let set = taskset_of(spec, p).expect("the spec has a task set")?;
+        ts.write(&mut doc, &spec.name, &set, &lookup)?;
+    }
+    Ok((file, doc.to_string()))
+}
+
+/// The tasks the generator draws for a point (`None` without `[taskset]`).
+pub fn taskset_of(spec: &Spec, p: &Point) -> Option<Result<Vec<Task>, String>> {
+    let ts = spec.taskset.as_ref()?;
+    let lookup = |name: &str| -> Result<Value, String> {
+        let i = spec
+            .params
+            .iter()
+            .position(|q| q.name == name)
+            .ok_or_else(|| format!("no parameter `{name}`"))?;
+        Ok(p.values[i].clone())
+    };
+    let draw = || {
         let tasks = match &ts.tasks {
             Setting::Lit(n) => *n,
             Setting::Param(name) => {
-                let v =
-                    lookup(name).ok_or_else(|| format!("taskset.tasks: no parameter `{name}`"))?;
+                let v = lookup(name).map_err(|e| format!("taskset.tasks: {e}"))?;
                 v.as_decimal()
                     .and_then(|d| d.as_integer())
                     .and_then(|i| u64::try_from(i).ok())
@@ -140,17 +157,15 @@ pub fn scenario_text(spec: &Spec, p: &Point) -> Result<(String, String), String>
         let util = match &ts.utilisation {
             Setting::Lit(d) => d.to_f64(),
             Setting::Param(name) => {
-                let v = lookup(name)
-                    .ok_or_else(|| format!("taskset.utilisation: no parameter `{name}`"))?;
+                let v = lookup(name).map_err(|e| format!("taskset.utilisation: {e}"))?;
                 v.as_decimal()
                     .ok_or_else(|| format!("taskset.utilisation: `{v}` is not a number"))?
                     .to_f64()
             }
         };
-        let set = ts.draw(tasks, util, &mut points::generator_rng(p))?;
-        ts.write(&mut doc, &spec.name, &set, &lookup)?;
-    }
-    Ok((file, doc.to_string()))
+        ts.draw(tasks, util, &mut points::generator_rng(p))
+    };
+    Some(draw())
 }
 
 /// Runs one point: its scenario through the parser and the simulator;
@@ -214,44 +229,45 @@ pub fn run(spec: &Spec, opts: &Options, progress: &dyn Progress) -> Result<Outco
     let last_done = existing
         .as_ref()
         .and_then(|ex| ex.rows.last().map(|r| r.index));
-    let mut todo: Vec<u64> = opts
-        .shard
-        .indexes(count)
-        .filter(|i| !done.contains(i))
-        .collect();
-    let remaining_after = todo.len() as u64
-        - opts
-            .limit
-            .map_or(todo.len() as u64, |l| l.min(todo.len() as u64));
-    if let Some(limit) = opts.limit {
-        todo.truncate(limit.min(todo.len() as u64) as usize);
-    }
+    // The points to run now, lazily (a sweep may have millions).
+    let todo_all = total - done.len() as u64;
+    let todo_now = opts.limit.map_or(todo_all, |l| l.min(todo_all));
+    let todo = || {
+        opts.shard
+            .indexes(count)
+            .filter(|i| !done.contains(i))
+            .take(usize::try_from(todo_now).unwrap_or(usize::MAX))
+    };
     // New rows go after the old ones; if one comes before an old row (the
     // file had a gap), the file is sorted at the end.
-    if let (Some(first), Some(last)) = (todo.first(), last_done) {
-        in_order &= *first > last;
+    if let (Some(first), Some(last)) = (todo().next(), last_done) {
+        in_order &= first > last;
     }
-    progress.start(todo.len() as u64, total);
+    progress.start(todo_now, total);
 
     let mut file = std::fs::OpenOptions::new()
         .append(true)
         .open(out)
         .map_err(io)?;
-    let next = AtomicUsize::new(0);
+    let feed = Mutex::new(todo().enumerate());
     let stop = AtomicBool::new(false);
     let (tx, rx) = mpsc::channel::<(usize, Result<Vec<String>, SweepError>)>();
     let mut written = 0usize;
     let mut first_error: Option<(usize, SweepError)> = None;
     std::thread::scope(|scope| -> Result<(), SweepError> {
-        for _ in 0..opts.threads.max(1).min(todo.len().max(1)) {
+        let workers = opts
+            .threads
+            .max(1)
+            .min(usize::try_from(todo_now).unwrap_or(usize::MAX).max(1));
+        for _ in 0..workers {
             let tx = tx.clone();
-            let (todo, next, stop) = (&todo, &next, &stop);
+            let (feed, stop) = (&feed, &stop);
             scope.spawn(move || loop {
                 if stop.load(Ordering::Relaxed) {
                     return;
                 }
-                let slot = next.fetch_add(1, Ordering::Relaxed);
-                let Some(&index) = todo.get(slot) else { return };
+                let next = feed.lock().map_or(None, |mut f| f.next());
+                let Some((slot, index)) = next else { return };
                 let p = points::point(spec, index);
                 let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     run_point(spec, &p, opts)
@@ -318,6 +334,6 @@ pub fn run(spec: &Spec, opts: &Options, progress: &dyn Progress) -> Result<Outco
         total,
         done_before: done.len() as u64,
         ran: written as u64,
-        remaining: remaining_after,
+        remaining: todo_all - written as u64,
     })
 }

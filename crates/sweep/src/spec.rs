@@ -589,14 +589,16 @@ impl Reader<'_> {
                 if t < f {
                     return Err(self.err(to, &sub("to"), "expected `to` >= `from`"));
                 }
-                // Count the values exactly, stopping at MAX_POINTS.
-                let mut count = 0u64;
-                while let Some(v) = f.add_times(s, count) {
-                    if v > t || count > MAX_POINTS {
-                        break;
-                    }
-                    count += 1;
-                }
+                let count = f
+                    .steps_to(t, s)
+                    .filter(|&c| c <= MAX_POINTS)
+                    .ok_or_else(|| {
+                        self.err(
+                            node,
+                            key,
+                            format!("more than {MAX_POINTS} values: raise the step"),
+                        )
+                    })?;
                 Ok(Domain::Range {
                     from: f,
                     step: s,

@@ -92,6 +92,15 @@ impl Decimal {
         Some(d)
     }
 
+    /// How many of `self, self + step, ...` are at most `to` (`step > 0`,
+    /// `to >= self`); `None` if that does not fit.
+    pub fn steps_to(self, to: Decimal, step: Decimal) -> Option<u64> {
+        let scale = self.scale.max(to.scale).max(step.scale);
+        let span = to.rescaled(scale)?.checked_sub(self.rescaled(scale)?)?;
+        let n = span.checked_div(step.rescaled(scale)?)?;
+        u64::try_from(n).ok()?.checked_add(1)
+    }
+
     pub fn is_positive(self) -> bool {
         self.mantissa > 0
     }
