@@ -1067,55 +1067,55 @@ fn join(prefix: &str, key: &str) -> String {
 }
 
 /// An inline `[scenario]` table as scenario text of its own, its keys
-/// moved up one level (comments and layout are not kept).
+/// moved up one level (comments are not kept; `{ ... }` stays inline and
+/// `[table]`s stay tables).
 fn inline_scenario(node: &Node) -> Result<String, String> {
-    let mut doc = toml_edit::DocumentMut::new();
-    fn copy(node: &Node) -> Result<toml_edit::Item, String> {
+    fn value(node: &Node) -> Result<toml_edit::Value, String> {
         Ok(match &node.kind {
-            Kind::Str(s) => toml_edit::value(s.as_str()),
-            Kind::Int(i) => toml_edit::value(*i),
-            Kind::Bool(b) => toml_edit::value(*b),
-            Kind::Float(t) => {
-                toml_edit::value(t.parse::<f64>().map_err(|_| format!("float `{t}`"))?)
-            }
+            Kind::Str(s) => s.as_str().into(),
+            Kind::Int(i) => (*i).into(),
+            Kind::Bool(b) => (*b).into(),
+            Kind::Float(t) => t
+                .replace('_', "")
+                .parse::<f64>()
+                .map_err(|_| format!("float `{t}`"))?
+                .into(),
             Kind::Datetime => return Err("a date-time has no place in a scenario".into()),
             Kind::Array(items) => {
-                if !items.is_empty() && items.iter().all(|i| matches!(i.kind, Kind::Table(_))) {
-                    let mut tables = toml_edit::ArrayOfTables::new();
-                    for item in items {
-                        let toml_edit::Item::Table(t) = copy(item)? else {
-                            unreachable!("a table copies to a table")
-                        };
-                        tables.push(t);
-                    }
-                    toml_edit::Item::ArrayOfTables(tables)
-                } else {
-                    let mut arr = toml_edit::Array::new();
-                    for item in items {
-                        arr.push(copy_value(item)?);
-                    }
-                    toml_edit::value(arr)
-                }
+                toml_edit::Value::Array(items.iter().map(value).collect::<Result<_, _>>()?)
             }
             Kind::Table(entries) => {
-                let mut t = toml_edit::Table::new();
+                let mut t = toml_edit::InlineTable::new();
                 for (k, v) in entries {
-                    t.insert(k, copy(v)?);
+                    t.insert(k, value(v)?);
                 }
-                toml_edit::Item::Table(t)
+                toml_edit::Value::InlineTable(t)
             }
         })
     }
-    fn copy_value(node: &Node) -> Result<toml_edit::Value, String> {
-        match copy(node)? {
-            toml_edit::Item::Value(v) => Ok(v),
-            toml_edit::Item::Table(t) => Ok(toml_edit::Value::InlineTable(t.into_inline_table())),
-            toml_edit::Item::ArrayOfTables(a) => Ok(toml_edit::Value::Array(a.into_array())),
-            toml_edit::Item::None => Err("an empty value".into()),
+    fn table(node: &Node) -> Result<toml_edit::Table, String> {
+        let mut t = toml_edit::Table::new();
+        for (k, v) in node.entries() {
+            t.insert(k, item(v)?);
         }
+        Ok(t)
     }
+    fn item(node: &Node) -> Result<toml_edit::Item, String> {
+        Ok(match &node.kind {
+            Kind::Table(_) if !node.inline => toml_edit::Item::Table(table(node)?),
+            Kind::Array(items) if !node.inline => {
+                let mut a = toml_edit::ArrayOfTables::new();
+                for i in items {
+                    a.push(table(i)?);
+                }
+                toml_edit::Item::ArrayOfTables(a)
+            }
+            _ => toml_edit::Item::Value(value(node)?),
+        })
+    }
+    let mut doc = toml_edit::DocumentMut::new();
     for (k, v) in node.entries() {
-        doc.insert(k, copy(v)?);
+        doc.insert(k, item(v)?);
     }
     Ok(doc.to_string())
 }

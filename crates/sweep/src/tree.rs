@@ -65,6 +65,9 @@ impl Source<'_> {
 pub(crate) struct Node {
     pub span: Range<usize>,
     pub kind: Kind,
+    /// Written as a value (`{ ... }`, `[ ... ]`, a scalar), not as a
+    /// `[table]` or `[[array]]` header: kept so when copied.
+    pub inline: bool,
 }
 
 #[derive(Debug)]
@@ -120,6 +123,7 @@ pub(crate) fn parse(src: &Source<'_>) -> Result<Node, SpecError> {
     Ok(Node {
         kind: Kind::Table(table_entries(src.text, doc.as_table(), &whole)),
         span: whole,
+        inline: false,
     })
 }
 
@@ -144,6 +148,7 @@ fn item_node(text: &str, item: &Item, fallback: &Range<usize>) -> Option<Node> {
             Some(Node {
                 kind: Kind::Table(table_entries(text, t, &span)),
                 span,
+                inline: false,
             })
         }
         Item::ArrayOfTables(a) => {
@@ -155,12 +160,14 @@ fn item_node(text: &str, item: &Item, fallback: &Range<usize>) -> Option<Node> {
                     Node {
                         kind: Kind::Table(table_entries(text, t, &s)),
                         span: s,
+                        inline: false,
                     }
                 })
                 .collect();
             Some(Node {
                 kind: Kind::Array(elems),
                 span,
+                inline: false,
             })
         }
     }
@@ -193,5 +200,9 @@ fn value_node(text: &str, v: &toml_edit::Value, fallback: &Range<usize>) -> Node
                 .collect(),
         ),
     };
-    Node { span, kind }
+    Node {
+        span,
+        kind,
+        inline: true,
+    }
 }

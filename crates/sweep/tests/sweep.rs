@@ -452,3 +452,42 @@ run = { uniform = ["500us", "2ms"], set = "thread[0].program[0].periodic.run" }
         );
     }
 }
+
+#[test]
+fn an_inline_scenario_is_edited_like_a_file() {
+    // Round robin among a periodic thread and two hogs: the thread waits at
+    // most the two hogs' quanta for the CPU, so its latency grows with the
+    // quantum, while its share (what it asks for) does not change.
+    let spec = spec_of(
+        r#"
+metrics = ["threads[video].share", "threads[video].wakeup_latency.max_ns"]
+[grid]
+quantum = { values = ["1ms", "2ms", "4ms"], set = "scheduler[0].quantum" }
+
+[scenario]
+horizon = "1s"
+[[scenario.scheduler]]
+name = "root"
+policy = "rr"
+[[scenario.thread]]
+name = "video"
+program = [ { periodic = { period = "20ms", run = "1ms" } } ]
+[[scenario.thread]]
+name = "hog"
+count = 2
+program = [ { run = "10s" } ]
+"#,
+        "inline.toml",
+    );
+    let out = scratch("inline.csv");
+    run(&spec, &out, 2, None, Shard::ALL);
+    let rows = csvfile::read(&out).unwrap().unwrap().rows;
+    let mut last = 0;
+    for (r, quantum_ms) in rows.iter().zip([1u64, 2, 4]) {
+        assert_eq!(r.cells[3], "0.05", "{:?}", r.cells);
+        let latency: u64 = r.cells[4].parse().unwrap();
+        assert!(latency <= 2 * quantum_ms * 1_000_000, "{:?}", r.cells);
+        assert!(latency > last, "{:?}", r.cells);
+        last = latency;
+    }
+}
