@@ -217,3 +217,25 @@ fn a_point_s_scenario_can_be_printed_and_run_by_itself() {
     let beyond = hsched(&["sweep", EXAMPLE, "--scenario", "220"]);
     assert_eq!(beyond.status.code(), Some(2));
 }
+
+#[test]
+fn every_shipped_sweep_spec_runs() {
+    for entry in std::fs::read_dir(common::repo().join("scenarios/sweeps")).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            let out = tmp(&format!(
+                "{}.csv",
+                path.file_stem().unwrap().to_str().unwrap()
+            ));
+            let run = hsched(&["sweep", s(&path), "-o", s(&out), "--limit", "12"]);
+            assert!(
+                run.status.success(),
+                "{}: {}",
+                path.display(),
+                text(&run.stderr)
+            );
+            let rows = std::fs::read_to_string(&out).unwrap().lines().count();
+            assert_eq!(rows, 13, "{}", path.display());
+        }
+    }
+}
