@@ -937,7 +937,7 @@ impl Reader<'_> {
     /// parameter; every key path exists in the base scenario.
     fn check_uses(&self, spec: &Spec, root: &Node, section: &str) -> Result<(), SpecError> {
         let param_node = |name: &str| root.get(section).and_then(|t| t.get(name)).unwrap_or(root);
-        let mut used: Vec<&str> = Vec::new();
+        let mut used: Vec<String> = Vec::new();
         if let Some(base) = &spec.base {
             for (at, name) in edit::placeholders(&base.text) {
                 if spec.params.iter().all(|p| p.name != name) {
@@ -954,19 +954,18 @@ impl Reader<'_> {
                         ),
                     ));
                 }
-                used.push(
-                    spec.params
-                        .iter()
-                        .find(|p| p.name == name)
-                        .map(|p| p.name.as_str())
-                        .expect("found"),
-                );
+                used.push(name);
             }
         }
         if let Some(ts) = &spec.taskset {
             for (key, name) in ts.references() {
                 if spec.params.iter().all(|p| p.name != name) {
-                    let node = root.get("taskset").unwrap_or(root);
+                    // Point at the key itself (`attach.prio`), else the table.
+                    let node = key
+                        .split('.')
+                        .try_fold(root.get("taskset").unwrap_or(root), |n, k| n.get(k))
+                        .or(root.get("taskset"))
+                        .unwrap_or(root);
                     return Err(self.err(
                         node,
                         &format!("taskset.{key}"),
@@ -976,13 +975,7 @@ impl Reader<'_> {
                         ),
                     ));
                 }
-                used.push(
-                    spec.params
-                        .iter()
-                        .find(|p| p.name == name)
-                        .map(|p| p.name.as_str())
-                        .expect("found"),
-                );
+                used.push(name);
             }
         }
         for p in &spec.params {
@@ -996,7 +989,7 @@ impl Reader<'_> {
                 }
                 continue;
             }
-            if !used.contains(&p.name.as_str()) {
+            if !used.contains(&p.name) {
                 return Err(self.err(
                     param_node(&p.name),
                     &format!("{section}.{}", p.name),

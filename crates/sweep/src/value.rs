@@ -112,12 +112,13 @@ impl Decimal {
 
     /// The nearest float (for the task-set generator's arithmetic).
     pub fn to_f64(self) -> f64 {
-        self.mantissa as f64 / 10f64.powi(self.scale as i32)
+        // 10^scale (scale <= 18) is exact as a float: one rounding in all.
+        self.mantissa as f64 / 10u64.pow(self.scale) as f64
     }
 
     /// `x` rounded half away from zero to `digits` decimal places.
     pub fn from_f64_rounded(x: f64, digits: u32) -> Option<Decimal> {
-        let scaled = libm::round(x * 10f64.powi(digits as i32));
+        let scaled = libm::round(x * 10u64.pow(digits) as f64);
         if !scaled.is_finite() || scaled.abs() > 1e30 {
             return None;
         }

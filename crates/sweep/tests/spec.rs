@@ -129,7 +129,7 @@ fn mistakes_name_the_line_and_key() {
         ),
         (
             "[taskset]\ntasks = 4\nutilisation = \"${u}\"\nperiod = [\"10ms\"]\npolicy = \"fp\"\n",
-            1,
+            3,
             "taskset.utilisation",
             "names no parameter",
         ),
