@@ -139,10 +139,12 @@ impl TaskSet {
         out
     }
 
-    fn cpus(&self) -> u64 {
+    /// The most utilisation a set may have: one CPU per task, and the
+    /// generated scenario's CPUs (a base scenario's are its business).
+    fn max_utilisation(&self, tasks: u64) -> f64 {
         match self.placement {
-            Placement::Own { cpus, .. } => cpus,
-            Placement::Under { .. } => 1,
+            Placement::Own { cpus, .. } => cpus.min(tasks) as f64,
+            Placement::Under { .. } => tasks as f64,
         }
     }
 
@@ -161,10 +163,10 @@ impl TaskSet {
         if !(utilisation > 0.0 && utilisation.is_finite()) {
             return Err(format!("taskset.utilisation: {utilisation} (expected > 0)"));
         }
-        let cpus = self.cpus() as f64;
-        if utilisation > cpus.min(tasks as f64) {
+        let most = self.max_utilisation(tasks);
+        if utilisation > most {
             return Err(format!(
-                "taskset.utilisation: {utilisation} is more than {tasks} task(s) on {cpus} CPU(s) can have (each task at most 1)"
+                "taskset.utilisation: {utilisation} is more than {most} ({tasks} task(s), each at most 1, on the generated scenario's CPUs)"
             ));
         }
         let utils = uunifast_discard(tasks as usize, utilisation, rng)?;

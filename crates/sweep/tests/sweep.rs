@@ -539,3 +539,55 @@ program = [ { run = "10s" } ]
         last = latency;
     }
 }
+
+#[test]
+fn on_several_cpus_a_set_may_exceed_one_cpu_but_no_task_does() {
+    let text = r#"
+replicates = 4
+metrics = ["schedulable", "global.busy_ns"]
+[grid]
+u = [1.5]
+[taskset]
+tasks = 4
+utilisation = "${u}"
+period = { log_uniform = ["10ms", "100ms"] }
+policy = "fp"
+cpus = 2
+attach = { prio = "${task.rm}" }
+"#;
+    let spec = spec_of(text, "two-cpus.toml");
+    for i in 0..points::count(&spec) {
+        let p = points::point(&spec, i);
+        let tasks = hsched_sweep::run::taskset_of(&spec, &p).unwrap().unwrap();
+        let total: f64 = tasks.iter().map(|t| t.wcet as f64 / t.period as f64).sum();
+        assert!((total - 1.5).abs() < 1e-3, "{total}: {tasks:?}");
+        assert!(tasks.iter().all(|t| t.wcet <= t.period), "{tasks:?}");
+    }
+    let out = scratch("two-cpus.csv");
+    run(&spec, &out, 2, None, Shard::ALL);
+    // Both CPUs are used: more CPU time than one CPU has in the run.
+    let rows = csvfile::read(&out).unwrap().unwrap().rows;
+    let scn = hsched_sweep::run::scenario_text(&spec, &points::point(&spec, 0))
+        .unwrap()
+        .1;
+    let horizon: u64 = scn
+        .lines()
+        .find_map(|l| l.strip_prefix("horizon = "))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let busy: u64 = rows[0].cells[5].parse().unwrap();
+    assert!(
+        busy > horizon,
+        "busy {busy} ns in a horizon of {horizon} ns"
+    );
+
+    let too_much = spec_of(&text.replace("u = [1.5]", "u = [2.5]"), "too-much.toml");
+    let e =
+        hsched_sweep::run(&too_much, &Options::new(scratch("too-much.csv")), &Silent).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("taskset.utilisation: 2.5 is more than 2"),
+        "{e}"
+    );
+}
