@@ -1,5 +1,5 @@
 //! The `hsched` command line: `sim`, `live`, `ctl`, `check`, `policies`,
-//! `repro`, `bench`.
+//! `repro`, `bench`, `sweep`.
 //!
 //! Exit codes: 0 success; 1 a run or a reproduction failed; 2 bad input
 //! (scenario, arguments), with a message naming the file, key or line.
@@ -8,6 +8,7 @@ pub mod bench;
 pub mod ctl;
 pub mod plugins;
 pub mod repro;
+pub mod sweep;
 
 use clap::{Parser, Subcommand};
 use hsched_core::Duration;
@@ -83,6 +84,10 @@ enum Cmd {
         #[arg(long)]
         quick: bool,
     },
+    /// Run a parameter sweep (docs/sweep.md): a grid or random sample of
+    /// scenarios, or generated task sets, in parallel, one CSV row per point;
+    /// continues an interrupted run; --shard k/N splits it across machines.
+    Sweep(sweep::SweepArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -274,6 +279,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             live,
         } => repro::command(name.as_deref(), list, all, live),
         Cmd::Bench { quick } => bench::command(quick),
+        Cmd::Sweep(args) => sweep::command(args),
     }
 }
 

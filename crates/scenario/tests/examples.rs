@@ -1,4 +1,5 @@
-//! Every scenario shipped under `scenarios/` (at any depth) parses against
+//! Every scenario shipped under `scenarios/` (at any depth, but not the
+//! sweep specs of `scenarios/sweeps/`) parses against
 //! the real policy registry: the policies and parameters the files name
 //! exist as written.
 
@@ -12,6 +13,10 @@ fn scenario_files() -> Vec<PathBuf> {
         for e in entries.flatten() {
             let p = e.path();
             if p.is_dir() {
+                // Sweep specs (docs/sweep.md) are not scenarios.
+                if p.file_name().is_some_and(|n| n == "sweeps") {
+                    continue;
+                }
                 walk(&p, out);
             } else if p.extension().is_some_and(|x| x == "toml") {
                 out.push(p);
