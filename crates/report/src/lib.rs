@@ -17,9 +17,12 @@
 pub mod compare;
 pub mod csv_out;
 pub mod error;
+pub mod figures;
+pub mod html;
 pub mod metrics;
 pub mod names;
 pub mod perfetto;
+pub mod plot;
 pub mod stats;
 pub mod summary;
 
