@@ -10,14 +10,18 @@
 //!   A person zooming a long run then sees the bins, and the report says so.
 //! - [`Shares`]: CPU time per bin of time, per thread, per scheduler node
 //!   and per CPU (integer nanoseconds; the share is that over the bin's
-//!   length). A thread's time is also charged to every scheduler above it.
+//!   length). A thread's time is also charged to every scheduler above it,
+//!   and so are the context switches to it (as the dispatcher charges a
+//!   node, [`hsched_model::NodeResult::received`]); a thread's and a CPU's
+//!   rows count run time only.
 //!   **Approximate where the result does not record it**: a thread's
 //!   scheduler at each moment is the one the scenario attaches it to, changed
 //!   where the log says it was moved (`thread `x` moved to `y``, `returned to
 //!   the default scheduler`); a `join` node with several parents passes its
 //!   time up to them in proportion to the VPs it holds from each (which
-//!   parent really granted each CPU is not recorded); a scheduler created by
-//!   the script has no known parents, so its time stops there.
+//!   parent really granted each CPU is not recorded); a scheduler the script
+//!   loads has the parents its `load` names (the first `load` of a name),
+//!   and a later `attach` or `detach` is not followed.
 //! - [`Cdf`]: wakeup-to-dispatch latency, per thread: at most
 //!   [`MAX_CDF_POINTS`] points, each a sample that really occurred and how
 //!   many samples are at or below it (so the last point counts them all).
@@ -108,8 +112,8 @@ pub struct Shares {
     pub bins: usize,
     /// (thread id, run ns per bin), in thread id order.
     pub threads: Vec<(u32, Vec<u64>)>,
-    /// (scheduler name, ns per bin), in scenario order, then schedulers only
-    /// the run knows of.
+    /// (scheduler name, ns per bin: its threads' run time and the switches
+    /// to them), in scenario order, then schedulers only the run knows of.
     pub nodes: Vec<(String, Vec<u64>)>,
     /// Busy (running a thread, switches excluded) ns per bin, per CPU.
     pub cpus: Vec<Vec<u64>>,
@@ -455,7 +459,14 @@ fn shares(
     let mut node_order: Vec<String> = Vec::new();
     let mut parents: Parents = BTreeMap::new();
     if let Some(scn) = scenario {
-        for s in &scn.schedulers {
+        let loaded = scn.script.iter().filter_map(|e| match &e.action {
+            hsched_model::Action::Load(spec) => Some(spec),
+            _ => None,
+        });
+        for s in scn.schedulers.iter().chain(loaded) {
+            if parents.contains_key(s.name.as_str()) {
+                continue; // a name loaded again: its first parents stand
+            }
             node_order.push(s.name.clone());
             parents.insert(
                 s.name.as_str(),
@@ -495,7 +506,9 @@ fn shares(
     }
     for spans in exact {
         for s in spans {
-            let Slot::Run(t) = s.slot else { continue };
+            let (Slot::Run(t) | Slot::Switch(t)) = s.slot else {
+                continue;
+            };
             let Some(scheds) = timeline_of.get(&ThreadId(t)) else {
                 continue;
             };
