@@ -231,6 +231,11 @@
     var c = setupCanvas(canvas, height);
     var ctx = c.ctx, left = TL.left, plotW = c.w - left - 10;
     TL.plotW = plotW;
+    // Where the rows are drawn, in page pixels (for tests that look at a
+    // screenshot): x, y, width, height.
+    var box = canvas.getBoundingClientRect();
+    canvas.setAttribute("data-plot-box", [box.left + window.scrollX + left, box.top + window.scrollY + TL.top,
+      plotW, height - TL.top - 6].map(Math.round).join(","));
     var span = TL.t1 - TL.t0, k = plotW / span;
     function X(t) { return left + (t - TL.t0) * k; }
     // Axis and grid.
