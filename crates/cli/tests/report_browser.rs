@@ -56,9 +56,10 @@ fn chromium() -> Result<PathBuf, String> {
             .unwrap_or(false)
     };
     eprintln!("installing chromium with apt-get (once per machine)");
-    if !apt(&["install", "-y", "-qq", "chromium"])
-        && !(apt(&["update", "-qq"]) && apt(&["install", "-y", "-qq", "chromium"]))
-    {
+    // Without a package list (a fresh machine), update it and try again.
+    let installed = apt(&["install", "-y", "-qq", "chromium"])
+        || (apt(&["update", "-qq"]) && apt(&["install", "-y", "-qq", "chromium"]));
+    if !installed {
         return Err("apt-get install chromium failed".into());
     }
     on_path("chromium").ok_or_else(|| "chromium installed but not on PATH".into())
