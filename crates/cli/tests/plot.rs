@@ -61,7 +61,10 @@ fn plot_writes_svg_and_png_by_extension() {
     let body = std::fs::read_to_string(&svg).unwrap();
     assert!(body.starts_with("<svg"));
     assert!(body.contains("video") && body.contains("editor"));
-    assert!(!body.contains("compile.0"), "a thread not asked for is drawn");
+    assert!(
+        !body.contains("compile.0"),
+        "a thread not asked for is drawn"
+    );
 
     let png = tmp("plot", "timeline.png");
     let out = hsched(&[
@@ -84,7 +87,13 @@ fn plot_writes_svg_and_png_by_extension() {
 fn plot_refuses_what_it_cannot_draw() {
     let cases: [(&[&str], &str); 4] = [
         (
-            &["plot", "timeline", "scenarios/examples/desktop.toml", "-o", "x.pdf"],
+            &[
+                "plot",
+                "timeline",
+                "scenarios/examples/desktop.toml",
+                "-o",
+                "x.pdf",
+            ],
             "must end in .svg or .png",
         ),
         (
@@ -118,7 +127,12 @@ fn plot_refuses_what_it_cannot_draw() {
     ];
     for (args, message) in cases {
         let out = hsched(args);
-        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", text(&out.stderr));
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
         assert!(
             text(&out.stderr).contains(message),
             "{args:?}: {}",

@@ -61,6 +61,7 @@ struct ReportData<'a> {
     timeline: CompactTimeline,
     marks: Vec<(u64, i64, &'static str, &'a str)>,
     marks_dropped: u64,
+    marks_per_kind: usize,
     shares: &'a figures::Shares,
     latency: &'a [figures::Cdf],
     response: &'a [figures::Histogram],
@@ -127,6 +128,7 @@ fn data_json(result: &RunResult, figs: &Figures) -> String {
             })
             .collect(),
         marks_dropped: figs.marks_dropped,
+        marks_per_kind: figures::MAX_MARKS_PER_KIND,
         shares: &figs.shares,
         latency: &figs.latency,
         response: &figs.response,

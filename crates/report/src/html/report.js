@@ -249,7 +249,8 @@
       ctx.fillStyle = "#eef1f4";
       ctx.fillRect(Math.round(x), TL.top, 1, height - TL.top - 6);
       ctx.fillStyle = "#5b6570";
-      ctx.fillText(fmtNs(t), x, 11);
+      var label = fmtNs(t), half = ctx.measureText(label).width / 2;
+      ctx.fillText(label, Math.min(x, c.w - half - 2), 11);
     }
     ctx.textAlign = "right";
     TL.rows.forEach(function (r, i) {
@@ -305,7 +306,12 @@
   function drawMarks(ctx, X) {
     var rowOf = {};
     TL.rows.forEach(function (r) { if (r.kind === "thread") rowOf[r.id] = r; });
-    for (var i = markRange(); i < D.marks.length && D.marks[i][0] <= TL.t1; i++) {
+    var first = markRange(), releases = 0, i;
+    for (i = first; i < D.marks.length && D.marks[i][0] <= TL.t1; i++) if (D.marks[i][2] === "release") releases++;
+    // Release ticks closer than a few pixels would be a solid bar: zoom in
+    // to see them.
+    var showReleases = releases * 4 <= TL.plotW * Math.max(1, Object.keys(rowOf).length);
+    for (i = first; i < D.marks.length && D.marks[i][0] <= TL.t1; i++) {
       var m = D.marks[i], x = X(m[0]);
       if (m[2] === "eject") {
         ctx.fillStyle = "#c62828";
@@ -315,6 +321,7 @@
       var r = rowOf[m[1]];
       if (!r) continue;
       if (m[2] === "release") {
+        if (!showReleases) continue;
         ctx.fillStyle = "#1d232b";
         ctx.fillRect(Math.round(x), r.y, 1, 5);
       } else if (m[2] === "miss") {
@@ -366,6 +373,10 @@
   }
   function timeline() {
     TL.rows = buildRows();
+    if (D.marks_dropped > 0) {
+      document.getElementById("tl-note").appendChild(document.createTextNode(" Only the first " +
+        D.marks_per_kind + " marks of each kind are shown (" + D.marks_dropped + " left out)."));
+    }
     var legend = document.getElementById("tl-legend");
     D.threads.forEach(function (t) { legend.appendChild(el("span", {}, [swatch(threadColour(t.id)), t.name])); });
     legend.appendChild(el("span", {}, [swatch(SWITCH_COLOUR), "context switch"]));
