@@ -38,6 +38,7 @@
   }
   function fmtNs(ns) {
     var a = Math.abs(ns);
+    if (a === 0) return "0";
     if (a >= 1e9) return trimNumber(ns / 1e9) + " s";
     if (a >= 1e6) return trimNumber(ns / 1e6) + " ms";
     if (a >= 1e3) return trimNumber(ns / 1e3) + " µs";
