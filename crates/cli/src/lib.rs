@@ -1,11 +1,12 @@
-//! The `hsched` command line: `sim`, `live`, `ctl`, `check`, `policies`,
-//! `repro`, `bench`, `sweep`.
+//! The `hsched` command line: `sim`, `live`, `ctl`, `check`, `plot`,
+//! `policies`, `repro`, `bench`, `sweep`.
 //!
 //! Exit codes: 0 success; 1 a run or a reproduction failed; 2 bad input
 //! (scenario, arguments), with a message naming the file, key or line.
 
 pub mod bench;
 pub mod ctl;
+pub mod plot;
 pub mod plugins;
 pub mod repro;
 pub mod sweep;
@@ -55,6 +56,9 @@ enum Cmd {
     /// Check a scenario file and print its hierarchy, every edge labelled
     /// with its HLS guarantee (nothing runs); exits 2 if it does not compose.
     Check(CheckArgs),
+    /// Simulate a scenario and draw one figure of the run as SVG or PNG
+    /// (the figures of `--report`); the hierarchy is `check --svg`.
+    Plot(plot::PlotArgs),
     /// List the registered policies with their parameters and documentation.
     Policies {
         /// Show one policy only.
@@ -174,6 +178,26 @@ struct Outputs {
     /// Write the timeline as Chrome/Perfetto trace JSON to FILE.
     #[arg(long, value_name = "FILE")]
     trace: Option<PathBuf>,
+    /// Write a single-file HTML report to FILE: timelines, CPU share over
+    /// time, latency CDFs, response-time histograms, the hierarchy and the
+    /// scenario (records the timeline, as --trace does).
+    #[arg(long, value_name = "FILE")]
+    report: Option<PathBuf>,
+}
+
+impl Outputs {
+    /// Whether the run must record its timeline.
+    fn wants_trace(&self) -> bool {
+        self.trace.is_some() || self.report.is_some()
+    }
+}
+
+/// What the HTML report shows besides the run: the scenario, its file and
+/// its analysis.
+struct RunSource<'a> {
+    file: &'a Path,
+    scn: &'a hsched_model::Scenario,
+    analysis: &'a hsched_analysis::compose::Analysis,
 }
 
 fn parse_attach(text: &str) -> Result<(String, i32), String> {
@@ -271,6 +295,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             std::process::exit(hsched_live::guardian::main_with_args(&args));
         }
         Cmd::Check(args) => check(&args),
+        Cmd::Plot(args) => plot::command(&args),
         Cmd::Policies { name, plugins } => policies(name.as_deref(), &plugins),
         Cmd::Repro {
             name,
@@ -360,7 +385,7 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     let opts = hsched_sim::SimOptions {
         horizon: args.horizon,
         seed: args.seed,
-        trace: args.out.trace.is_some(),
+        trace: args.out.wants_trace(),
         check_invariants: args.check,
     };
     let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
@@ -370,11 +395,20 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     drop(plugins);
     let mut result = sim.finish();
     label_guarantees(&scn, &analysis, &mut result);
-    write_outputs(&result, &args.out)
+    let source = RunSource {
+        file: &args.file,
+        scn: &scn,
+        analysis: &analysis,
+    };
+    write_outputs(&result, &args.out, &source)
 }
 
-/// Writes a run's jobs CSV and trace where asked, then its metrics.
-fn write_outputs(result: &hsched_model::RunResult, out: &Outputs) -> Result<(), CliError> {
+/// Writes a run's jobs CSV, trace and report where asked, then its metrics.
+fn write_outputs(
+    result: &hsched_model::RunResult,
+    out: &Outputs,
+    source: &RunSource,
+) -> Result<(), CliError> {
     if let Some(path) = &out.jobs_csv {
         write_file(path, "the jobs CSV", |w| {
             hsched_report::jobs_csv(result, w).map_err(|e| std::io::Error::other(e.to_string()))
@@ -386,7 +420,25 @@ fn write_outputs(result: &hsched_model::RunResult, out: &Outputs) -> Result<(), 
                 .map_err(|e| std::io::Error::other(e.to_string()))
         })?;
     }
+    if let Some(path) = &out.report {
+        let html = html_report(result, source)?;
+        write_file(path, "the report", |w| w.write_all(html.as_bytes()))?;
+    }
     print_result(result, out.json.as_deref())
+}
+
+/// The HTML report of a run of `source`.
+fn html_report(result: &hsched_model::RunResult, source: &RunSource) -> Result<String, CliError> {
+    let text = std::fs::read_to_string(source.file).unwrap_or_default();
+    let svg = hsched_analysis::draw::svg(source.scn, source.analysis);
+    let name = source.file.display().to_string();
+    let input = hsched_report::html::ReportInput {
+        scenario: Some(source.scn),
+        source: Some((&name, &text)),
+        hierarchy_svg: Some(&svg),
+    };
+    hsched_report::html::html_report(result, &input)
+        .map_err(|e| CliError::Failed(format!("writing the report: {e}")))
 }
 
 /// The metrics as JSON (to `json`, `-` for stdout), or the summary.
@@ -419,7 +471,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         horizon: args.horizon,
         hard_parking: args.park == Parking::Hard,
         attach: args.attach.clone(),
-        trace: args.out.trace.is_some(),
+        trace: args.out.wants_trace(),
         control: Some(args.socket.clone().unwrap_or_else(|| {
             Path::new(hsched_live::control::SOCKET_DIR)
                 .join(format!("hsched-{}.sock", std::process::id()))
@@ -431,7 +483,12 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     let mut result = hsched_live::run::run(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     label_guarantees(&scn, &analysis, &mut result);
-    write_outputs(&result, &args.out)?;
+    let source = RunSource {
+        file: &args.file,
+        scn: &scn,
+        analysis: &analysis,
+    };
+    write_outputs(&result, &args.out, &source)?;
     if args.compare_sim {
         let opts = hsched_sim::SimOptions {
             horizon: args.horizon,

@@ -12,6 +12,9 @@ pub enum ReportError {
     Io(std::io::Error),
     /// The CSV writer failed (in practice: an I/O error underneath).
     Csv(csv::Error),
+    /// A plot could not be drawn (what was asked of it, or the drawing
+    /// library's error).
+    Plot(String),
 }
 
 impl fmt::Display for ReportError {
@@ -23,6 +26,7 @@ impl fmt::Display for ReportError {
             ),
             ReportError::Io(e) => write!(f, "could not write the report: {e}"),
             ReportError::Csv(e) => write!(f, "could not write the job CSV: {e}"),
+            ReportError::Plot(e) => write!(f, "could not draw the plot: {e}"),
         }
     }
 }
@@ -33,6 +37,7 @@ impl std::error::Error for ReportError {
             ReportError::NoTrace => None,
             ReportError::Io(e) => Some(e),
             ReportError::Csv(e) => Some(e),
+            ReportError::Plot(_) => None,
         }
     }
 }

@@ -7,7 +7,10 @@
 //!   in the Perfetto UI and in chrome://tracing (one track per CPU);
 //! - [`summary()`]: the human-readable table `hsched sim` prints by default;
 //! - [`compare()`]: two runs of one scenario side by side (`hsched live
-//!   --compare-sim`).
+//!   --compare-sim`);
+//! - [`html::html_report`]: the single-file HTML report (`--report`);
+//! - [`plot::plot`]: one figure of the report as SVG or PNG (`hsched plot`);
+//!   both draw the data [`figures`] derives from the run.
 //!
 //! Every output is a pure function of the `RunResult`: same input, same bytes.
 //! Nothing here iterates a hash map; orders come from the input vectors or from
@@ -17,9 +20,12 @@
 pub mod compare;
 pub mod csv_out;
 pub mod error;
+pub mod figures;
+pub mod html;
 pub mod metrics;
 pub mod names;
 pub mod perfetto;
+pub mod plot;
 pub mod stats;
 pub mod summary;
 
