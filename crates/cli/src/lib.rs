@@ -1,11 +1,12 @@
-//! The `hsched` command line: `sim`, `live`, `ctl`, `check`, `policies`,
-//! `repro`, `bench`.
+//! The `hsched` command line: `sim`, `live`, `ctl`, `check`, `import`,
+//! `policies`, `repro`, `bench`.
 //!
 //! Exit codes: 0 success; 1 a run or a reproduction failed; 2 bad input
 //! (scenario, arguments), with a message naming the file, key or line.
 
 pub mod bench;
 pub mod ctl;
+pub mod import;
 pub mod plugins;
 pub mod repro;
 
@@ -54,6 +55,9 @@ enum Cmd {
     /// Check a scenario file and print its hierarchy, every edge labelled
     /// with its HLS guarantee (nothing runs); exits 2 if it does not compose.
     Check(CheckArgs),
+    /// Turn a workload written for another tool into a scenario (TOML on
+    /// stdout); what hsched cannot express is reported on stderr.
+    Import(import::ImportArgs),
     /// List the registered policies with their parameters and documentation.
     Policies {
         /// Show one policy only.
@@ -87,7 +91,7 @@ enum Cmd {
 
 #[derive(clap::Args, Debug)]
 struct CheckArgs {
-    /// Scenario file (TOML).
+    /// Scenario file (TOML), or an rt-app file (`.json`, imported).
     file: PathBuf,
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
@@ -192,7 +196,7 @@ enum Parking {
 
 #[derive(clap::Args, Debug)]
 struct SimArgs {
-    /// Scenario file (TOML).
+    /// Scenario file (TOML), or an rt-app file (`.json`, imported).
     file: PathBuf,
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
@@ -266,6 +270,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             std::process::exit(hsched_live::guardian::main_with_args(&args));
         }
         Cmd::Check(args) => check(&args),
+        Cmd::Import(args) => import::command(args),
         Cmd::Policies { name, plugins } => policies(name.as_deref(), &plugins),
         Cmd::Repro {
             name,
