@@ -297,13 +297,20 @@ fn what_hsched_cannot_express_is_named_with_its_path() {
             "u": {{ "instance": 0, "run": 10 }},
             "v": {{ "run": 1, "barrier": "B" }} }}, {GLOBAL} }}"#
     ));
-    assert!(warned(&i, "tasks.t.phases.p1.barrier", "not modelled"));
+    assert!(warned(&i, "tasks.t.phases.p1.barrier", "emulated"));
     assert!(warned(&i, "tasks.t.phases.p1.mem", "not modelled"));
     assert!(warned(&i, "tasks.t.phases.p1.fork", "not modelled"));
     assert!(warned(&i, "tasks.t.taskgroup", "task groups"));
     assert!(warned(&i, "tasks.t.frobnicate", "unknown key"));
     assert!(warned(&i, "tasks.u", "instance: 0"));
-    assert_eq!(program(&scn, "t"), "loop [run 10us; sleep 5us]");
+    assert_eq!(
+        program(&scn, "t"),
+        "loop [run 10us; signal B:t>v; wait B:v>t; sleep 5us]"
+    );
+    assert_eq!(
+        program(&scn, "v"),
+        "loop [run 1us; signal B:v>t; wait B:t>v]"
+    );
     assert!(!scn.threads.iter().any(|t| t.name == "u"));
     // Every warning is in the TOML too.
     for w in &i.warnings {
@@ -337,8 +344,32 @@ fn condition_variables_mutexes_and_suspend() {
         program(&scn, "opener"),
         "loop [signal gate; signal gate; sleep 1ms]"
     );
-    assert!(warned(&i, "tasks.opener.resume", "2 signals"));
+    assert!(warned(&i, "tasks.opener.resume", "2 can"));
     assert!(warned(&i, "tasks.s.signal", "lost"));
+}
+
+#[test]
+fn a_resume_reaches_every_task_suspended_on_the_name() {
+    // Two tasks suspend on `gate`: each gets its own semaphore, and a
+    // resume signals both (rt-app's broadcast).
+    let (scn, i) = imp(&format!(
+        r#"{{ "tasks": {{
+            "a": {{ "suspend": "gate", "run": 10 }},
+            "b": {{ "suspend": "gate", "run": 20 }},
+            "opener": {{ "resume": "gate", "sleep": 1000 }},
+            "self": {{ "resume": "self", "run": 5, "suspend": "self" }} }}, {GLOBAL} }}"#
+    ));
+    assert_eq!(program(&scn, "a"), "loop [wait gate@a; run 10us]");
+    assert_eq!(program(&scn, "b"), "loop [wait gate@b; run 20us]");
+    assert_eq!(
+        program(&scn, "opener"),
+        "loop [signal gate@a; signal gate@b; sleep 1ms]"
+    );
+    // Resuming itself wakes nobody, and nothing else resumes it: it blocks
+    // for ever in rt-app, sleeps to the horizon here.
+    assert_eq!(program(&scn, "self"), "loop [run 5us; sleep 2s]");
+    assert!(warned(&i, "tasks.self.resume", "wakes nobody"));
+    assert!(warned(&i, "tasks.self", "no thread signals or resumes"));
 }
 
 #[test]
@@ -400,4 +431,73 @@ fn errors_name_the_file_line_column_and_what_was_expected() {
 
     let e = err("{ \"tasks\": { \"t\": { \"run\": 1 }, \"t\": { \"run\": 2 } } }");
     assert!(e.message.contains("defined twice"), "{e}");
+}
+
+/// Runs an imported fixture for `horizon`; `None` when the fixtures are absent.
+fn run_fixture(rel: &str, horizon: Duration) -> Option<hsched_model::RunResult> {
+    let path = Path::new(FIXTURES).join(rel);
+    if !path.is_file() {
+        println!("skipped: {} is not there", path.display());
+        return None;
+    }
+    let text = std::fs::read_to_string(&path).unwrap();
+    let imported = import(&text, rel, &Options::default()).unwrap();
+    let scn = hsched_scenario::parse(&imported.toml, rel).unwrap();
+    let opts = hsched_sim::SimOptions {
+        horizon: Some(horizon),
+        ..Default::default()
+    };
+    Some(hsched_sim::run(&scn, &opts).unwrap())
+}
+
+fn cpu(r: &hsched_model::RunResult, thread: &str) -> Duration {
+    r.threads
+        .iter()
+        .find(|t| t.name == thread)
+        .unwrap_or_else(|| panic!("no thread {thread}"))
+        .cpu_time
+}
+
+#[test]
+fn fixtures_run_as_rt_app_describes_them() {
+    // example1: run 2ms, sleep 8ms... in rt-app's 20000/80000us: 20% of the CPU.
+    let Some(r) = run_fixture("tutorial/example1.json", Duration::from_secs(2)) else {
+        return;
+    };
+    assert_eq!(cpu(&r, "thread0"), Duration::from_millis(400));
+
+    // example2: a 10ms job every 100ms on the timer's grid: 20 jobs in 2s,
+    // released at 0, 100ms, 200ms, ...
+    let r = run_fixture("tutorial/example2.json", Duration::from_secs(2)).unwrap();
+    assert_eq!(cpu(&r, "thread0"), Duration::from_millis(200));
+    assert_eq!(r.jobs.len(), 20);
+    for (k, job) in r.jobs.iter().enumerate() {
+        let expected = hsched_core::Instant::ZERO + Duration::from_millis(k as u64 * 100);
+        assert_eq!(job.release, expected, "job {k}");
+    }
+
+    // example4: two threads wake each other in turn, 10ms each: the CPU
+    // never idles (a lost wakeup would stop both).
+    let r = run_fixture("tutorial/example4.json", Duration::from_secs(1)).unwrap();
+    let (a, b) = (cpu(&r, "thread0"), cpu(&r, "thread1"));
+    assert_eq!(a + b, Duration::from_secs(1), "{a} + {b}");
+    assert!(
+        a >= Duration::from_millis(400) && b >= Duration::from_millis(400),
+        "{a} {b}"
+    );
+
+    // mp3-short: AudioTick resumes AudioOut once per 30ms cycle (one 6ms
+    // timer period, then four more): AudioOut runs 5ms per cycle, once at
+    // the start and once per cycle released at 0, 30ms, ..., 990ms: 35.
+    let r = run_fixture("mp3-short.json", Duration::from_secs(1)).unwrap();
+    assert_eq!(cpu(&r, "AudioOut"), Duration::from_millis(175));
+
+    // example7: the barriers hold the two tasks together without a
+    // deadlock: both keep running to the horizon.
+    let r = run_fixture("tutorial/example7.json", Duration::from_secs(1)).unwrap();
+    let (a, b) = (cpu(&r, "task0"), cpu(&r, "task1"));
+    assert!(
+        a >= Duration::from_millis(300) && b >= Duration::from_millis(300),
+        "{a} {b}"
+    );
 }

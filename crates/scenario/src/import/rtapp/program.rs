@@ -228,13 +228,19 @@ fn us_to_ns(us: i64, e: &Event, cx: &mut Cx) -> u64 {
 }
 
 /// What every task's events tell about the others: who waits on which
-/// name, what is signalled, which timers are shared.
+/// name, which names are woken one waiter at a time, which timers and
+/// barriers are shared.
 struct Facts {
-    /// Threads (instances counted) waiting on each semaphore name.
-    waiters: BTreeMap<String, u64>,
-    signalled: BTreeSet<String>,
+    /// The tasks (with their instance counts) waiting on each name.
+    waiters: BTreeMap<String, Vec<(String, u64)>>,
+    /// Names some event wakes one waiter of (`signal`, `sync`, `sem_post`):
+    /// those stay one semaphore for all their waiters.
+    wake_one: BTreeSet<String>,
     /// Non-unique timer names and the tasks (with instance counts) using them.
     timers: BTreeMap<String, Vec<(String, u64)>>,
+    /// Barrier names and the tasks using them, once per event (with
+    /// instance counts).
+    barriers: BTreeMap<String, Vec<(String, u64)>>,
 }
 
 fn wait_name<'a>(task: &'a Task, kind: &'a EventKind) -> Option<&'a str> {
@@ -249,8 +255,9 @@ fn wait_name<'a>(task: &'a Task, kind: &'a EventKind) -> Option<&'a str> {
 fn facts(tasks: &[Task]) -> Facts {
     let mut f = Facts {
         waiters: BTreeMap::new(),
-        signalled: BTreeSet::new(),
+        wake_one: BTreeSet::new(),
         timers: BTreeMap::new(),
+        barriers: BTreeMap::new(),
     };
     for t in tasks.iter().filter(|t| t.instances > 0) {
         let mut waits = BTreeSet::new();
@@ -259,12 +266,8 @@ fn facts(tasks: &[Task]) -> Facts {
                 waits.insert(w.to_string());
             }
             match &e.kind {
-                EventKind::Signal(s)
-                | EventKind::Broad(s)
-                | EventKind::Resume(s)
-                | EventKind::SemPost(s)
-                | EventKind::Sync { cond: s, .. } => {
-                    f.signalled.insert(s.clone());
+                EventKind::Signal(s) | EventKind::SemPost(s) | EventKind::Sync { cond: s, .. } => {
+                    f.wake_one.insert(s.clone());
                 }
                 EventKind::Timer { reference, .. } if !reference.starts_with("unique") => {
                     let users = f.timers.entry(reference.clone()).or_default();
@@ -272,14 +275,51 @@ fn facts(tasks: &[Task]) -> Facts {
                         users.push((t.name.clone(), t.instances));
                     }
                 }
+                EventKind::Barrier(b) => f
+                    .barriers
+                    .entry(b.clone())
+                    .or_default()
+                    .push((t.name.clone(), t.instances)),
                 _ => {}
             }
         }
         for w in waits {
-            *f.waiters.entry(w).or_default() += t.instances;
+            f.waiters
+                .entry(w)
+                .or_default()
+                .push((t.name.clone(), t.instances));
         }
     }
     f
+}
+
+impl Facts {
+    /// Whether each waiting task gets its own semaphore for `name`: when
+    /// several tasks wait on it and it is only ever broadcast (`resume`,
+    /// `broad`), so that a broadcast reaches each of them.
+    fn per_waiter(&self, name: &str) -> bool {
+        !self.wake_one.contains(name) && self.waiters.get(name).is_some_and(|w| w.len() > 1)
+    }
+
+    /// The semaphore task `task` waits on for rt-app's `name`.
+    fn wait_sem(&self, name: &str, task: &str) -> String {
+        if self.per_waiter(name) {
+            format!("{name}@{task}")
+        } else {
+            name.to_string()
+        }
+    }
+
+    /// The barrier's participants when it can be emulated: at least two
+    /// tasks, each one thread using it once.
+    fn barrier(&self, name: &str) -> Option<&[(String, u64)]> {
+        let users = self.barriers.get(name)?;
+        let mut names: Vec<&str> = users.iter().map(|(n, _)| n.as_str()).collect();
+        names.sort_unstable();
+        names.dedup();
+        let single = users.iter().all(|(_, c)| *c == 1) && names.len() == users.len();
+        (single && users.len() > 1).then_some(users.as_slice())
+    }
 }
 
 /// Per-file state of the warnings given once.
@@ -287,6 +327,7 @@ struct Once {
     lost_wakeup: bool,
     counting: bool,
     shared_timers: BTreeSet<String>,
+    barriers: BTreeSet<String>,
 }
 
 /// Each task's program (`None`: the task makes no thread).
@@ -296,20 +337,43 @@ pub(super) fn programs(tasks: &[Task], horizon_ns: u64, cx: &mut Cx) -> Vec<Opti
         lost_wakeup: false,
         counting: false,
         shared_timers: BTreeSet::new(),
+        barriers: BTreeSet::new(),
     };
-    tasks
+    let mut programs: Vec<Option<Vec<Op>>> = tasks
         .iter()
-        .map(|t| task_program(t, &f, &mut once, horizon_ns, cx))
-        .collect()
+        .map(|t| task_program(t, &f, &mut once, cx))
+        .collect();
+    // What is signalled, as emitted (a resume with nobody else to wake
+    // emits nothing).
+    let mut signalled = BTreeSet::new();
+    for p in programs.iter().flatten() {
+        collect_signals(p, &mut signalled);
+    }
+    for (t, p) in tasks.iter().zip(programs.iter_mut()) {
+        if let Some(p) = p {
+            fix_waits(p, t, &signalled, horizon_ns, cx);
+            fix_forever(p, t, cx);
+            if p.is_empty() {
+                p.push(Op::Run(0));
+            }
+        }
+    }
+    programs
 }
 
-fn task_program(
-    t: &Task,
-    f: &Facts,
-    once: &mut Once,
-    horizon_ns: u64,
-    cx: &mut Cx,
-) -> Option<Vec<Op>> {
+fn collect_signals(ops: &[Op], out: &mut BTreeSet<String>) {
+    for op in ops {
+        match op {
+            Op::Signal(s) => {
+                out.insert(s.clone());
+            }
+            Op::Loop { body, .. } | Op::Periodic { body, .. } => collect_signals(body, out),
+            _ => {}
+        }
+    }
+}
+
+fn task_program(t: &Task, f: &Facts, once: &mut Once, cx: &mut Cx) -> Option<Vec<Op>> {
     if t.instances == 0 {
         cx.warn(
             t.pos,
@@ -433,7 +497,7 @@ fn task_program(
             cx.warn(timer.pos, &timer.path, format!("the last timer expiry of phase `{}` is not waited for: hsched's periodic ends with its last job, so what follows starts when that job finishes{}", phase_name(ph), if wrapped { " (each cycle of the thread's phases still starts on rt-app's grid)" } else { "" }));
         }
     }
-    let mut program = match (t.loops, wrapped) {
+    let program = match (t.loops, wrapped) {
         (Some(1), _) => ops,
         (jobs, true) => vec![Op::Periodic {
             period: cycle.unwrap_or(1),
@@ -442,11 +506,6 @@ fn task_program(
         }],
         (count, false) => vec![Op::Loop { count, body: ops }],
     };
-    fix_waits(&mut program, t, f, horizon_ns, cx);
-    fix_forever(&mut program, t, cx);
-    if program.is_empty() {
-        program.push(Op::Run(0));
-    }
     Some(program)
 }
 
@@ -454,15 +513,68 @@ fn phase_name(ph: &Phase) -> &str {
     ph.path.rsplit('.').next().unwrap_or(&ph.path)
 }
 
-/// How many threads a resume or broadcast on `name` wakes in rt-app: every
-/// one waiting, so one signal for each that can wait.
-fn broadcast(name: &str, e: &Event, f: &Facts, cx: &mut Cx, out: &mut Vec<Op>) {
-    let waiters = f.waiters.get(name).copied().unwrap_or(0);
-    if waiters > 1 {
-        cx.warn(e.pos, &e.path, format!("wakes every thread waiting on `{name}` ({waiters} can): mapped to {waiters} signals of hsched's semaphore, each waking one waiter, or, with nobody waiting, leaving one wakeup pending"));
+/// A resume or broadcast on `name` from task `from` wakes every other
+/// thread waiting on it in rt-app: one signal per thread that can be
+/// waiting there, to each waiting task's own semaphore when several tasks
+/// wait (see [`Facts::per_waiter`]).
+fn broadcast(name: &str, from: &Task, e: &Event, f: &Facts, cx: &mut Cx, out: &mut Vec<Op>) {
+    let mut total = 0;
+    for (task, count) in f.waiters.get(name).map(Vec::as_slice).unwrap_or(&[]) {
+        // The thread resuming is not waiting: only its other instances can be.
+        let n = if *task == from.name {
+            count - 1
+        } else {
+            *count
+        };
+        for _ in 0..n {
+            out.push(Op::Signal(f.wait_sem(name, task)));
+        }
+        total += n;
     }
-    for _ in 0..waiters.max(1) {
-        out.push(Op::Signal(name.to_string()));
+    if total == 0 {
+        cx.warn(
+            e.pos,
+            &e.path,
+            format!("no other thread waits on `{name}`: this wakes nobody (dropped)"),
+        );
+    } else if total > 1 {
+        cx.warn(e.pos, &e.path, format!("wakes every thread waiting on `{name}` ({total} can): mapped to one signal for each, which, with that thread not waiting, stays pending for it"));
+    }
+}
+
+/// rt-app's barrier: every participant waits until all have arrived.
+/// Emulated with one semaphore per ordered pair of participants: each
+/// signals every other one, then waits for a signal from every other one.
+fn barrier(
+    name: &str,
+    t: &Task,
+    e: &Event,
+    f: &Facts,
+    once: &mut Once,
+    out: &mut Vec<Op>,
+    cx: &mut Cx,
+) {
+    let Some(users) = f.barrier(name) else {
+        let users = f.barriers.get(name).map(Vec::len).unwrap_or(0);
+        if users <= 1 {
+            cx.warn(
+                e.pos,
+                &e.path,
+                format!("barrier `{name}` has no other user: it never waits (dropped)"),
+            );
+        } else {
+            cx.warn(e.pos, &e.path, format!("barrier `{name}` is used by a task with several instances or several times by one task, which hsched cannot emulate: dropped, so the threads do not wait for each other here"));
+        }
+        return;
+    };
+    if once.barriers.insert(name.to_string()) {
+        cx.warn(e.pos, &e.path, format!("barrier `{name}` is emulated with a semaphore per pair of its {} threads (each signals the others, then waits for each): exact unless a thread that has reached the barrier is not run before another reaches it again, which then passes it one round late", users.len()));
+    }
+    for (other, _) in users.iter().filter(|(o, _)| *o != t.name) {
+        out.push(Op::Signal(format!("{name}:{}>{other}", t.name)));
+    }
+    for (other, _) in users.iter().filter(|(o, _)| *o != t.name) {
+        out.push(Op::Wait(format!("{name}:{other}>{}", t.name)));
     }
 }
 
@@ -492,22 +604,19 @@ fn event_ops(
             lost_wakeup(once, cx);
             out.push(Op::Signal(s.clone()));
         }
-        EventKind::Broad(s) => {
+        EventKind::Broad(s) | EventKind::Resume(s) => {
             lost_wakeup(once, cx);
-            broadcast(s, e, f, cx, out);
-        }
-        EventKind::Resume(s) => {
-            lost_wakeup(once, cx);
-            broadcast(s, e, f, cx, out);
+            broadcast(s, t, e, f, cx, out);
         }
         EventKind::Wait { cond, mutex } => {
             // pthread_cond_wait: the mutex is let go while waiting.
+            let sem = f.wait_sem(cond, &t.name);
             if locked.contains(mutex.as_str()) {
                 out.push(Op::Unlock(mutex.clone()));
-                out.push(Op::Wait(cond.clone()));
+                out.push(Op::Wait(sem));
                 out.push(Op::Lock(mutex.clone()));
             } else {
-                out.push(Op::Wait(cond.clone()));
+                out.push(Op::Wait(sem));
             }
         }
         EventKind::Sync { cond, mutex } => {
@@ -522,9 +631,11 @@ fn event_ops(
                 out.push(Op::Wait(cond.clone()));
             }
         }
-        EventKind::Suspend(name) => out.push(Op::Wait(name.clone().unwrap_or_else(|| t.name.clone()))),
+        EventKind::Suspend(name) => {
+            out.push(Op::Wait(f.wait_sem(name.as_deref().unwrap_or(&t.name), &t.name)))
+        }
         EventKind::Yield => out.push(Op::Yield),
-        EventKind::Barrier(b) => cx.warn(e.pos, &e.path, format!("barrier `{b}` is not modelled (hsched has no barrier): dropped, so the threads do not wait for each other here")),
+        EventKind::Barrier(b) => barrier(b, t, e, f, once, out, cx),
         EventKind::Fork(name) => cx.warn(e.pos, &e.path, format!("fork of `{name}` is not modelled (hsched threads are all created from the scenario): dropped")),
         EventKind::Load(kind) => cx.warn(e.pos, &e.path, format!("`{kind}` (memory or I/O load) is not modelled: dropped")),
         EventKind::SemPost(s) => {
@@ -542,11 +653,17 @@ fn event_ops(
 /// refuses it (a misspelt name), so it becomes a sleep to the horizon. An
 /// unlock of a mutex the thread never locks is dropped (the parser refuses
 /// it; rt-app's does nothing useful).
-fn fix_waits(ops: &mut Vec<Op>, t: &Task, f: &Facts, horizon_ns: u64, cx: &mut Cx) {
+fn fix_waits(
+    ops: &mut Vec<Op>,
+    t: &Task,
+    signalled: &BTreeSet<String>,
+    horizon_ns: u64,
+    cx: &mut Cx,
+) {
     let mut warned = BTreeSet::new();
     let mut locks = BTreeSet::new();
     collect_locks(ops, &mut locks);
-    fix_waits_in(ops, t, f, horizon_ns, &locks, &mut warned, cx);
+    fix_waits_in(ops, t, signalled, horizon_ns, &locks, &mut warned, cx);
 }
 
 fn collect_locks(ops: &[Op], locks: &mut BTreeSet<String>) {
@@ -564,7 +681,7 @@ fn collect_locks(ops: &[Op], locks: &mut BTreeSet<String>) {
 fn fix_waits_in(
     ops: &mut Vec<Op>,
     t: &Task,
-    f: &Facts,
+    signalled: &BTreeSet<String>,
     horizon_ns: u64,
     locks: &BTreeSet<String>,
     warned: &mut BTreeSet<String>,
@@ -585,14 +702,14 @@ fn fix_waits_in(
     });
     for op in ops.iter_mut() {
         match op {
-            Op::Wait(s) if !f.signalled.contains(s.as_str()) => {
+            Op::Wait(s) if !signalled.contains(s.as_str()) => {
                 if warned.insert(format!("wait {s}")) {
                     cx.warn(t.pos, &t.path, format!("waits on `{s}`, which no thread signals or resumes: rt-app blocks there for ever; hsched sleeps to the horizon instead"));
                 }
                 *op = Op::Sleep(horizon_ns);
             }
             Op::Loop { body, .. } | Op::Periodic { body, .. } => {
-                fix_waits_in(body, t, f, horizon_ns, locks, warned, cx);
+                fix_waits_in(body, t, signalled, horizon_ns, locks, warned, cx);
                 if body.is_empty() {
                     body.push(Op::Run(0));
                 }
