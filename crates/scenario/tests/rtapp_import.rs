@@ -272,6 +272,16 @@ fn policies_become_a_hierarchy_of_linux_classes() {
     assert_eq!(sched("other").policy, "sfq");
     assert_eq!(scn.default_scheduler, "other");
     assert!(warned(&i, "tasks.dl.dl-deadline", "other than the period"));
+    // Reservations past one CPU in all: named on the task that tips it over.
+    let (_, i) = imp(
+        r#"{ "tasks": {
+            "a": { "policy": "SCHED_DEADLINE", "dl-runtime": 6000, "dl-period": 10000, "run": 10 },
+            "b": { "policy": "SCHED_DEADLINE", "dl-runtime": 6000, "dl-period": 10000, "dl-reclaim": true, "run": 10 } },
+          "global": { "duration": 1 } }"#,
+    );
+    assert!(warned(&i, "tasks.b", "more than one CPU"));
+    assert!(!warned(&i, "tasks.a", "more than one CPU"));
+    assert!(warned(&i, "tasks.b.dl-reclaim", "reclaiming"));
     // The default policy applies to tasks that name none.
     let (scn, _) = imp(
         r#"{ "tasks": { "t": { "run": 10, "sleep": 10 } }, "global": { "duration": 1, "default_policy": "SCHED_FIFO" } }"#,

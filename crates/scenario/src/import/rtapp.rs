@@ -514,6 +514,7 @@ fn warn_other_key(m: &Member, path: &str, cx: &mut Cx) {
         "taskgroup" => "cgroup task groups are not modelled: ignored (the thread is scheduled as if in the root group)".to_string(),
         "nodes_membind" | "membind_nodes" => "NUMA memory binding is not modelled: ignored".to_string(),
         "util_min" | "util_max" => "utilization clamping is not modelled: ignored".to_string(),
+        "dl-reclaim" => "SCHED_DEADLINE bandwidth reclaiming is not modelled: `res` reservations are hard (a thread gets its dl-runtime per dl-period, never more)".to_string(),
         k => format!("unknown key `{k}`: ignored (it is not an rt-app event or property)"),
     };
     cx.warn(m.key_pos, path, msg);
@@ -812,7 +813,7 @@ fn emit(file: &File, file_name: &str, opts: &Options, cx: &mut Cx) -> Result<Str
     // which is the default scheduler.
     let mut threads = Vec::new();
     let mut rr_prios = BTreeSet::new();
-    let mut deadline_util: Vec<(String, u64, u64)> = Vec::new();
+    let mut deadline_util: Vec<(String, Pos, u64, u64)> = Vec::new();
     for (t, program) in file.tasks.iter().zip(threads_program) {
         let Some(program) = program else { continue };
         let (parent, at, comment) = match &t.class {
@@ -831,7 +832,7 @@ fn emit(file: &File, file_name: &str, opts: &Options, cx: &mut Cx) -> Result<Str
                 (format!("rr_{p}"), String::new(), format!("SCHED_RR {p}"))
             }
             Class::Deadline(r, p) => {
-                deadline_util.push((t.path.clone(), *r, *p));
+                deadline_util.push((t.path.clone(), t.pos, *r, *p));
                 (
                     "deadline".to_string(),
                     format!(
@@ -862,10 +863,10 @@ fn emit(file: &File, file_name: &str, opts: &Options, cx: &mut Cx) -> Result<Str
     }
     // `res` admits reservations while their utilizations sum to at most 1.
     let mut sum = (0u128, 1u128);
-    for (path, r, p) in &deadline_util {
+    for (path, pos, r, p) in &deadline_util {
         let next = (sum.0 * *p as u128 + *r as u128 * sum.1, sum.1 * *p as u128);
         if next.0 > next.1 {
-            cx.warn(Pos { line: 0, column: 0 }, path, "the SCHED_DEADLINE reservations add up to more than one CPU: hsched's `res` admits at most one CPU's worth in all, so this one will be refused when the run starts");
+            cx.warn(*pos, path, "with this task the SCHED_DEADLINE reservations add up to more than one CPU: hsched's `res` admits at most one CPU's worth in all, so `hsched sim` refuses the hierarchy (as Linux's admission control refuses such a task)");
         }
         let g = gcd(next.0, next.1).max(1);
         sum = (next.0 / g, next.1 / g);
