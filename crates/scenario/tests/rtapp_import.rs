@@ -136,6 +136,14 @@ fn show(ops: &[Op]) -> String {
                 Some(j) => format!("periodic {period} x{j} [{}]", show(body)),
                 None => format!("periodic {period} [{}]", show(body)),
             },
+            Op::Msg { to, msg } => {
+                let to = match to {
+                    hsched_model::Target::Named(n) => n.clone(),
+                    other => format!("{other:?}"),
+                };
+                let args: Vec<String> = msg.args.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                format!("{} {to} {}", msg.name, args.join(","))
+            }
             other => format!("{other:?}"),
         })
         .collect::<Vec<_>>()
@@ -273,20 +281,49 @@ fn policies_become_a_hierarchy_of_linux_classes() {
     assert_eq!(scn.default_scheduler, "other");
     assert!(warned(&i, "tasks.dl.dl-deadline", "other than the period"));
     // Reservations past one CPU in all: named on the task that tips it over.
-    let (_, i) = imp(
-        r#"{ "tasks": {
+    let (_, i) = imp(r#"{ "tasks": {
             "a": { "policy": "SCHED_DEADLINE", "dl-runtime": 6000, "dl-period": 10000, "run": 10 },
             "b": { "policy": "SCHED_DEADLINE", "dl-runtime": 6000, "dl-period": 10000, "dl-reclaim": true, "run": 10 } },
-          "global": { "duration": 1 } }"#,
-    );
+          "global": { "duration": 1 } }"#);
     assert!(warned(&i, "tasks.b", "more than one CPU"));
     assert!(!warned(&i, "tasks.a", "more than one CPU"));
     assert!(warned(&i, "tasks.b.dl-reclaim", "reclaiming"));
+    // Each instance reserves its own share.
+    let (_, i) = imp(
+        r#"{ "tasks": { "a": { "instance": 2, "policy": "SCHED_DEADLINE", "dl-runtime": 6000, "dl-period": 10000, "run": 10 } },
+             "global": { "duration": 1 } }"#,
+    );
+    assert!(warned(&i, "tasks.a", "more than one CPU"));
     // The default policy applies to tasks that name none.
     let (scn, _) = imp(
         r#"{ "tasks": { "t": { "run": 10, "sleep": 10 } }, "global": { "duration": 1, "default_policy": "SCHED_FIFO" } }"#,
     );
     assert_eq!(scn.threads[0].parent, "root");
+}
+
+#[test]
+fn a_phase_may_change_the_policy() {
+    let (scn, i) = imp(&format!(
+        r#"{{ "tasks": {{ "t": {{ "policy": "SCHED_OTHER", "loop": 1, "phases": {{
+            "p0": {{ "policy": "SCHED_FIFO", "priority": 50, "run": 10 }},
+            "p1": {{ "priority": 60, "run": 20 }},
+            "p2": {{ "policy": "SCHED_RR", "priority": 5, "run": 30 }},
+            "p3": {{ "policy": "SCHED_DEADLINE", "dl-runtime": 100, "dl-period": 1000, "run": 40 }},
+            "p4": {{ "policy": "SCHED_OTHER", "run": 50 }} }} }} }}, {GLOBAL} }}"#
+    ));
+    assert_eq!(
+        program(&scn, "t"),
+        "join root prio=50; run 10us; join root prio=60; run 20us; join rr_5 ; run 30us; \
+         join deadline amount=100us,period=1ms; run 40us; join other weight=1024; run 50us"
+    );
+    assert_eq!(scn.threads[0].parent, "other");
+    assert!(scn.schedulers.iter().any(|s| s.name == "rr_5"));
+    assert!(scn.schedulers.iter().any(|s| s.name == "deadline"));
+    assert!(warned(&i, "tasks.t.phases.p0", "joins the phase's class"));
+    // It runs, through every class, and ends in the fair one.
+    let r = hsched_sim::run(&scn, &hsched_sim::SimOptions::default()).unwrap();
+    assert_eq!(r.threads[0].cpu_time, Duration::from_micros(150));
+    assert_eq!(r.threads[0].scheduler, "other");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Property tests of the rt-app importer: arbitrary json-like text (random
 //! and mutated real files) never makes it panic, and every structurally
-//! valid rt-app task tree imports into TOML the scenario parser accepts.
+//! valid rt-app task tree imports into TOML the scenario parser accepts and
+//! the simulator runs.
 
 use hsched_scenario::import::rtapp::{import, Options};
 use proptest::prelude::*;
@@ -103,14 +104,15 @@ fn sched() -> impl Strategy<Value = String> {
 fn task() -> impl Strategy<Value = String> {
     let loop_key = prop::option::of(-2i64..4)
         .prop_map(|l| l.map(|l| format!("\"loop\": {l}, ")).unwrap_or_default());
-    let phases = proptest::collection::vec((loop_key.clone(), events()), 1..4).prop_map(|ps| {
-        let body: Vec<String> = ps
-            .iter()
-            .enumerate()
-            .map(|(i, (l, e))| format!("\"p{i}\": {{ {l}{e} }}"))
-            .collect();
-        format!("\"phases\": {{ {} }}", body.join(", "))
-    });
+    let phases =
+        proptest::collection::vec((loop_key.clone(), sched(), events()), 1..4).prop_map(|ps| {
+            let body: Vec<String> = ps
+                .iter()
+                .enumerate()
+                .map(|(i, (l, s, e))| format!("\"p{i}\": {{ {l}{s}{e} }}"))
+                .collect();
+            format!("\"phases\": {{ {} }}", body.join(", "))
+        });
     (
         0i64..3,
         0i64..3000,
@@ -137,8 +139,20 @@ proptest! {
         let text = format!("{{ \"tasks\": {{ {} }}, \"global\": {{ \"duration\": {duration} }} }}", body.join(", "));
         match import(&text, "gen.json", &Options::default()) {
             Ok(imported) => {
-                if let Err(e) = hsched_scenario::parse(&imported.toml, "gen.toml") {
-                    panic!("{e}\n--- rt-app:\n{text}\n--- TOML:\n{}", imported.toml);
+                let scn = match hsched_scenario::parse(&imported.toml, "gen.toml") {
+                    Ok(scn) => scn,
+                    Err(e) => panic!("{e}\n--- rt-app:\n{text}\n--- TOML:\n{}", imported.toml),
+                };
+                // It runs too, unless its deadline reservations exceed the
+                // CPU (warned: the analysis refuses those before a run).
+                if !imported.warnings.iter().any(|w| w.message.contains("more than one CPU")) {
+                    let opts = hsched_sim::SimOptions {
+                        horizon: Some(hsched_core::Duration::from_millis(20)),
+                        ..Default::default()
+                    };
+                    if let Err(e) = hsched_sim::run(&scn, &opts) {
+                        panic!("{e}\n--- rt-app:\n{text}\n--- TOML:\n{}", imported.toml);
+                    }
                 }
             }
             // The only refusal of a valid tree: no task makes a thread.

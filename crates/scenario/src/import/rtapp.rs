@@ -199,6 +199,8 @@ struct Task {
 
 struct Phase {
     path: String,
+    /// The class its scheduling keys switch the thread to, if it has any.
+    class: Option<(Class, Pos)>,
     /// `None`: for ever.
     loops: Option<u64>,
     events: Vec<Event>,
@@ -215,6 +217,36 @@ enum Class {
     Rr(i64),
     /// SCHED_DEADLINE: runtime and period, in µs.
     Deadline(u64, u64),
+}
+
+impl Class {
+    /// The scheduler a thread of this class attaches to, and its
+    /// attachment parameters as an inline table (empty: none).
+    fn placement(&self) -> (String, String) {
+        match self {
+            Class::Fair(w) => ("other".into(), format!("{{ weight = {w} }}")),
+            Class::Fifo(p) => ("root".into(), format!("{{ prio = {p} }}")),
+            Class::Rr(p) => (format!("rr_{p}"), String::new()),
+            Class::Deadline(r, p) => (
+                "deadline".into(),
+                format!(
+                    "{{ amount = {}, period = {} }}",
+                    toml_duration(r * 1000),
+                    toml_duration(p * 1000)
+                ),
+            ),
+        }
+    }
+
+    /// The policy a phase that names only a priority keeps.
+    fn policy(&self) -> Policy {
+        match self {
+            Class::Fair(_) => Policy::Other,
+            Class::Fifo(_) => Policy::Fifo,
+            Class::Rr(_) => Policy::Rr,
+            Class::Deadline(..) => Policy::Deadline,
+        }
+    }
 }
 
 fn get<'a>(members: &'a [Member], key: &str) -> Option<&'a Member> {
@@ -438,11 +470,16 @@ fn read_task(
             let ppath = format!("{path}.phases");
             let pobj = object(value(pm, &ppath, "an object")?, &ppath, "`phases`")?;
             let mut phases = Vec::new();
+            let mut current = class.policy();
             for p in pobj {
                 let phpath = format!("{ppath}.{}", p.key);
                 let pv = value(p, &phpath, "a phase object")?;
                 let pmembers = object(pv, &phpath, "a phase")?;
-                phases.push(read_phase(pmembers, &phpath, pv.pos, &class, cx)?);
+                let phase = read_phase(pmembers, &phpath, pv.pos, current, cx)?;
+                if let Some((c, _)) = &phase.class {
+                    current = c.policy();
+                }
+                phases.push(phase);
             }
             if phases.is_empty() {
                 return Err(Fail::at(
@@ -470,7 +507,7 @@ fn read_task(
         None => {
             // The task is its own single phase: its `loop` is the phase's,
             // and the task then runs once; without `loop`, for ever.
-            let phase = read_phase(members, path, v.pos, &class, cx)?;
+            let phase = read_phase(members, path, v.pos, class.policy(), cx)?;
             let loops = if get(members, "loop").is_some() {
                 Some(1)
             } else {
@@ -705,10 +742,26 @@ fn read_phase(
     members: &[Member],
     path: &str,
     pos: Pos,
-    task_class: &Class,
+    current: Policy,
     cx: &mut Cx,
 ) -> Result<Phase, Fail> {
     let is_task = !path.contains(".phases.");
+    // A phase's scheduling keys change the thread's policy at its start
+    // (a priority alone keeps the policy in effect).
+    let sched_key = members.iter().find(|m| {
+        [
+            "policy",
+            "priority",
+            "dl-runtime",
+            "dl-period",
+            "dl-deadline",
+        ]
+        .contains(&m.key.as_str())
+    });
+    let class = match sched_key {
+        Some(m) if !is_task => Some((read_class(members, path, current, cx)?, m.key_pos)),
+        _ => None,
+    };
     let loops = match get(members, "loop") {
         None => Some(1),
         Some(m) => loop_count(m, &format!("{path}.loop"), cx)?,
@@ -732,17 +785,7 @@ fn read_phase(
         }
         match m.key.as_str() {
             "loop" => {}
-            "policy" | "priority" | "dl-runtime" | "dl-period" | "dl-deadline" => {
-                // A phase may change the thread's scheduling parameters;
-                // hsched keeps one class per thread.
-                let changed =
-                    read_class(members, path, Policy::Other, &mut Cx { warnings: vec![] })
-                        .map(|c| &c != task_class)
-                        .unwrap_or(true);
-                if changed {
-                    cx.warn(m.key_pos, &kpath, "scheduling parameters that change per phase are not modelled: the thread keeps its task-level policy and priority");
-                }
-            }
+            "policy" | "priority" | "dl-runtime" | "dl-period" | "dl-deadline" => {}
             "cpus" => cx.warn(
                 m.key_pos,
                 &kpath,
@@ -760,6 +803,7 @@ fn read_phase(
     }
     Ok(Phase {
         path: path.to_string(),
+        class,
         loops,
         events,
     })
@@ -814,36 +858,33 @@ fn emit(file: &File, file_name: &str, opts: &Options, cx: &mut Cx) -> Result<Str
     let mut threads = Vec::new();
     let mut rr_prios = BTreeSet::new();
     let mut deadline_util: Vec<(String, Pos, u64, u64)> = Vec::new();
+    let mut any_deadline = false;
     for (t, program) in file.tasks.iter().zip(threads_program) {
         let Some(program) = program else { continue };
-        let (parent, at, comment) = match &t.class {
-            Class::Fair(w) => (
-                "other".to_string(),
-                format!("{{ weight = {w} }}"),
-                "fair class".to_string(),
-            ),
-            Class::Fifo(p) => (
-                "root".to_string(),
-                format!("{{ prio = {p} }}"),
-                format!("SCHED_FIFO {p}"),
-            ),
-            Class::Rr(p) => {
-                rr_prios.insert(*p);
-                (format!("rr_{p}"), String::new(), format!("SCHED_RR {p}"))
-            }
-            Class::Deadline(r, p) => {
-                deadline_util.push((t.path.clone(), t.pos, *r, *p));
-                (
-                    "deadline".to_string(),
-                    format!(
-                        "{{ amount = {}, period = {} }}",
-                        toml_duration(r * 1000),
-                        toml_duration(p * 1000)
-                    ),
-                    format!("SCHED_DEADLINE {r}us every {p}us"),
-                )
-            }
+        let (parent, at) = t.class.placement();
+        let comment = match &t.class {
+            Class::Fair(_) => "fair class".to_string(),
+            Class::Fifo(p) => format!("SCHED_FIFO {p}"),
+            Class::Rr(p) => format!("SCHED_RR {p}"),
+            Class::Deadline(r, p) => format!("SCHED_DEADLINE {r}us every {p}us"),
         };
+        if let Class::Deadline(r, p) = &t.class {
+            // Each instance is a thread with its own reservation.
+            deadline_util.push((t.path.clone(), t.pos, r.saturating_mul(t.instances), *p));
+        }
+        for c in std::iter::once(&t.class).chain(
+            t.phases
+                .iter()
+                .filter_map(|p| p.class.as_ref().map(|(c, _)| c)),
+        ) {
+            match c {
+                Class::Rr(p) => {
+                    rr_prios.insert(*p);
+                }
+                Class::Deadline(..) => any_deadline = true,
+                _ => {}
+            }
+        }
         threads.push(ThreadOut {
             name: t.name.clone(),
             comment,
@@ -887,7 +928,7 @@ fn emit(file: &File, file_name: &str, opts: &Options, cx: &mut Cx) -> Result<Str
     out.push_str(&format!("[machine]\ncpus = {cpus}\n\n"));
     out.push_str("# Linux's classes: deadline above real-time above fair.\n");
     out.push_str("[[scheduler]]\nname = \"root\"\npolicy = \"fp\"\n\n");
-    if !deadline_util.is_empty() {
+    if any_deadline {
         out.push_str(&format!(
             "# SCHED_DEADLINE: EDF hard reservations (dl-runtime every dl-period).\n[[scheduler]]\nname = \"deadline\"\npolicy = \"res\"\nparent = \"root\"\nat = {{ prio = {DEADLINE_PRIO} }}\n\n"
         ));

@@ -168,6 +168,12 @@ pub(super) enum Op {
         count: Option<u64>,
         body: Vec<Op>,
     },
+    /// Move to scheduler `to` with these attachment parameters (an inline
+    /// table, empty for none): the dispatcher's `join` message.
+    Join {
+        to: String,
+        args: String,
+    },
 }
 
 impl Op {
@@ -183,6 +189,15 @@ impl Op {
             Op::Signal(s) => format!("{{ signal = {} }}", toml_string(s)),
             Op::Wait(s) => format!("{{ wait = {} }}", toml_string(s)),
             Op::Yield => "{ yield = true }".to_string(),
+            Op::Join { to, args } => format!(
+                "{{ msg = {{ to = {}, name = \"join\"{} }} }}",
+                toml_string(to),
+                if args.is_empty() {
+                    String::new()
+                } else {
+                    format!(", args = {args}")
+                }
+            ),
             Op::Periodic { period, jobs, body } => {
                 let jobs = jobs.map(|j| format!(", jobs = {j}")).unwrap_or_default();
                 out.push_str(&format!(
@@ -214,7 +229,12 @@ impl Op {
 fn takes_time(ops: &[Op]) -> bool {
     ops.iter().any(|op| match op {
         Op::Run(d) | Op::Spin(d) | Op::Sleep(d) => *d > 0,
-        Op::Periodic { .. } => true,
+        // Its releases are a period apart, so from the second job on it
+        // waits; a single job takes only what its body takes.
+        Op::Periodic { jobs, body, .. } => match jobs {
+            None => true,
+            Some(j) => *j >= 2 || (*j == 1 && takes_time(body)),
+        },
         Op::Loop { count, body } => *count != Some(0) && takes_time(body),
         _ => false,
     })
@@ -328,6 +348,7 @@ struct Once {
     counting: bool,
     shared_timers: BTreeSet<String>,
     barriers: BTreeSet<String>,
+    phase_class_warned: BTreeSet<String>,
 }
 
 /// Each task's program (`None`: the task makes no thread).
@@ -338,6 +359,7 @@ pub(super) fn programs(tasks: &[Task], horizon_ns: u64, cx: &mut Cx) -> Vec<Opti
         counting: false,
         shared_timers: BTreeSet::new(),
         barriers: BTreeSet::new(),
+        phase_class_warned: BTreeSet::new(),
     };
     let mut programs: Vec<Option<Vec<Op>>> = tasks
         .iter()
@@ -398,6 +420,14 @@ fn task_program(t: &Task, f: &Facts, once: &mut Once, cx: &mut Cx) -> Option<Vec
     let mut timed: Vec<Option<u64>> = Vec::new();
     let n = t.phases.len();
     for (i, ph) in t.phases.iter().enumerate() {
+        if let Some((class, pos)) = &ph.class {
+            let (to, args) = class.placement();
+            if !once.phase_class_warned.contains(&t.name) {
+                once.phase_class_warned.insert(t.name.clone());
+                cx.warn(*pos, &ph.path, "scheduling parameters that change per phase: the thread joins the phase's class (a `join` message) when the phase starts; `hsched check` analyses the hierarchy at time 0 only, and a deadline reservation the `res` cannot admit then is refused (logged) and the thread stays where it is");
+            }
+            ops.push(Op::Join { to, args });
+        }
         let timers: Vec<&Event> = ph
             .events
             .iter()
@@ -725,8 +755,8 @@ fn fix_forever(ops: &mut [Op], t: &Task, cx: &mut Cx) {
     for op in ops.iter_mut() {
         match op {
             Op::Loop { count: None, body } if !takes_time(body) => {
-                cx.warn(t.pos, &t.path, "loops for ever through events that take no time: 1ns of run added to each pass (hsched refuses a loop that would stop the clock)");
-                body.push(Op::Run(1));
+                cx.warn(t.pos, &t.path, "loops for ever through events that take no time: 1us of run added to each pass, about what rt-app spends on a pass itself (hsched refuses a loop that would stop the clock)");
+                body.push(Op::Run(1000));
                 fix_forever(body, t, cx);
             }
             Op::Loop { body, .. } | Op::Periodic { body, .. } => fix_forever(body, t, cx),
