@@ -309,7 +309,7 @@ impl Parser {
                 Some('}') => {}
                 _ => {
                     return Err(self.error(format!(
-                        "expected `,` or `}}` after the member \"{}\", found {}",
+                        "expected `,` or `}}` after the member \"{}\" of the object opened at {open}, found {}",
                         members.last().map(|m| m.key.as_str()).unwrap_or(""),
                         self.found()
                     )))
@@ -598,6 +598,11 @@ mod tests {
         assert!(m.contains("never closed"), "{m}");
 
         let (_, _, m) = err("{ \"a\": 1 ");
+        assert!(
+            m.contains("of the object opened at 1:1, found the end of the file"),
+            "{m}"
+        );
+        let (_, _, m) = err("{ \"a\": 1, ");
         assert!(m.contains("to close the object opened at 1:1"), "{m}");
 
         let (l, c, m) = err("{} {}");
