@@ -977,28 +977,3 @@ fn gcd(a: u128, b: u128) -> u128 {
         gcd(b, a % b)
     }
 }
-
-/// Names every rt-app event key prefix, in the order rt-app tries them.
-pub fn event_prefixes() -> &'static [&'static str] {
-    program::EVENT_PREFIXES
-}
-
-/// The tasks' names in file order, for tests and callers that want to map
-/// threads back to tasks.
-pub fn task_names(text: &str) -> Result<Vec<String>, SyntaxError> {
-    let root = json_like::parse(text)?;
-    let Kind::Object(top) = &root.kind else {
-        return Ok(vec![]);
-    };
-    let Some(Member {
-        value: Some(Value {
-            kind: Kind::Object(tasks),
-            ..
-        }),
-        ..
-    }) = get(top, "tasks")
-    else {
-        return Ok(vec![]);
-    };
-    Ok(tasks.iter().map(|m| m.key.clone()).collect())
-}
