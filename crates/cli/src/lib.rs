@@ -1,11 +1,12 @@
 //! The `hsched` command line: `sim`, `live`, `ctl`, `check`, `plot`,
-//! `policies`, `repro`, `bench`, `sweep`.
+//! `import`, `policies`, `repro`, `bench`, `sweep`.
 //!
 //! Exit codes: 0 success; 1 a run or a reproduction failed; 2 bad input
 //! (scenario, arguments), with a message naming the file, key or line.
 
 pub mod bench;
 pub mod ctl;
+pub mod import;
 pub mod plot;
 pub mod plugins;
 pub mod repro;
@@ -59,6 +60,9 @@ enum Cmd {
     /// Simulate a scenario and draw one figure of the run as SVG or PNG
     /// (the figures of `--report`); the hierarchy is `check --svg`.
     Plot(plot::PlotArgs),
+    /// Turn a workload written for another tool into a scenario (TOML on
+    /// stdout); what hsched cannot express is reported on stderr.
+    Import(import::ImportArgs),
     /// List the registered policies with their parameters and documentation.
     Policies {
         /// Show one policy only.
@@ -96,7 +100,7 @@ enum Cmd {
 
 #[derive(clap::Args, Debug)]
 struct CheckArgs {
-    /// Scenario file (TOML).
+    /// Scenario file (TOML), or an rt-app file (`.json`, imported).
     file: PathBuf,
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
@@ -221,7 +225,7 @@ enum Parking {
 
 #[derive(clap::Args, Debug)]
 struct SimArgs {
-    /// Scenario file (TOML).
+    /// Scenario file (TOML), or an rt-app file (`.json`, imported).
     file: PathBuf,
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
@@ -296,6 +300,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
         }
         Cmd::Check(args) => check(&args),
         Cmd::Plot(args) => plot::command(&args),
+        Cmd::Import(args) => import::command(args),
         Cmd::Policies { name, plugins } => policies(name.as_deref(), &plugins),
         Cmd::Repro {
             name,

@@ -127,8 +127,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Plugins, CliError> {
 /// `plugins` key names, and parses it with their policies available.
 pub fn load_scenario(path: &Path, cli: &[PathBuf]) -> Result<(Scenario, Plugins), CliError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::Input(format!("{file}: cannot read the scenario: {e}")))?;
+    let text = crate::import::scenario_text(path)?;
     let declared = hsched_scenario::plugins(&text, &file).map_err(render)?;
     let mut plugins = load(cli)?;
     let base = path.parent().unwrap_or(Path::new(""));

@@ -20,6 +20,8 @@ mod hierarchy;
 mod program;
 mod tree;
 
+pub mod import;
+
 pub use error::ScenarioError;
 
 use hsched_core::PolicyInfo;
