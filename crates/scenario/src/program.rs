@@ -941,7 +941,15 @@ pub(crate) fn dist(node: &Node, path: &str) -> Result<Dist, Fail> {
 pub(crate) fn takes_time(ops: &[Op]) -> bool {
     ops.iter().any(|op| match op {
         Op::Run(d) | Op::Spin(d) | Op::Sleep(d) | Op::Fault(d) => dist_max(d) > Duration::ZERO,
-        Op::Periodic { .. } => true,
+        // Between two releases a period passes; a single job waits only
+        // for its offset, and no job at all for nothing.
+        Op::Periodic {
+            jobs, offset, body, ..
+        } => match jobs {
+            Some(0) => false,
+            Some(1) => *offset > Duration::ZERO || takes_time(body),
+            _ => true,
+        },
         // Its spacing can be more than zero (checked), so deadlines advance.
         Op::Randres(r) => r.count != Some(0),
         Op::Constraints(c) => c.count != Some(0) && constraint_takes_time(c),

@@ -428,6 +428,7 @@ fn errors_name_the_key_and_the_expectation() {
         (BASE.replace("max = \"20ms\"", "mx = \"1ms\""), "thread[0].program[1].sleep.mx: unknown key `mx`; did you mean `max`?"),
         (BASE.replace("{ run = \"5ms\" }", "{ loop = { body = [ { yield = true } ] } }"), "thread[0].program[0].loop.body: a loop without `count` repeats forever, so its body must take time"),
         (BASE.replace("{ run = \"5ms\" }", "{ loop = { body = [ { run = 0 } ] } }"), "so its body must take time"),
+        (BASE.replace("{ run = \"5ms\" }", "{ loop = { body = [ { periodic = { period = \"5ms\", jobs = 1, body = [ { yield = true } ] } } ] } }"), "so its body must take time"),
         (BASE.replace("{ run = \"5ms\" }", "{ loop = { count = 3 } }"), "thread[0].program[0].loop: missing key `body`"),
         (BASE.replace("{ run = \"5ms\" }", "{ periodic = { run = \"1ms\" } }"), "thread[0].program[0].periodic: missing key `period`"),
         (BASE.replace("{ run = \"5ms\" }", "{ periodic = { period = \"0ms\", run = \"1ms\" } }"), "thread[0].program[0].periodic.period: expected a duration greater than zero"),
