@@ -123,6 +123,9 @@ pub(crate) struct Thr {
     /// Runnable and not running since then (for the watchdog).
     pub waiting_since: Instant,
     pub starving_reported: bool,
+    /// Every scheduler it has been attached to, from when: what reports
+    /// attribute its CPU time to over the run.
+    pub homes: Vec<(Instant, SchedId)>,
 }
 
 /// One grant on a CPU's decision path: `sched` holds the CPU on `vp` and
@@ -295,6 +298,18 @@ impl Dispatcher {
     /// The scheduler a thread is attached to now.
     pub fn thread_sched(&self, t: ThreadId) -> Option<SchedId> {
         self.threads[t.index()].parent.map(|l| l.parent)
+    }
+    /// Every scheduler the thread has been attached to, by name, from when
+    /// (its arrival first), for the run's result.
+    pub fn thread_homes(&self, t: ThreadId) -> Vec<hsched_model::Home> {
+        self.threads[t.index()]
+            .homes
+            .iter()
+            .map(|&(since, s)| hsched_model::Home {
+                since,
+                scheduler: self.sched_name(s).to_string(),
+            })
+            .collect()
     }
     pub fn thread_name(&self, t: ThreadId) -> &str {
         &self.threads[t.index()].name

@@ -618,6 +618,7 @@ impl Dispatcher {
             alive: true,
             waiting_since: self.now,
             starving_reported: false,
+            homes: Vec::new(),
         });
         let result = self.attach_thread(t, parent, params);
         if let Err(e) = &result {
@@ -663,6 +664,7 @@ impl Dispatcher {
         thr.parent = Some(link);
         thr.waiting_since = now;
         thr.starving_reported = false;
+        thr.homes.push((now, link.parent));
     }
 
     /// Moves a thread to another scheduler. Admission at the new one comes

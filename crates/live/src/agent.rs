@@ -1184,6 +1184,11 @@ impl Agent {
             .unwrap_or_default()
     }
 
+    /// Every scheduler the thread has been under, from when.
+    pub fn homes_of(&self, t: ThreadId) -> Vec<hsched_model::Home> {
+        self.disp.thread_homes(t)
+    }
+
     /// Priority and affinity changes made, and those that failed.
     pub fn changes(&self) -> (u64, &[String]) {
         (self.platform.changes, &self.platform.errors)

@@ -264,7 +264,10 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         });
     }
     let nodes = agent.node_results().to_vec();
-    let schedulers: Vec<String> = started.iter().map(|s| agent.sched_of(s.id)).collect();
+    let schedulers: Vec<(String, Vec<hsched_model::Home>)> = started
+        .iter()
+        .map(|s| (agent.sched_of(s.id), agent.homes_of(s.id)))
+        .collect();
     // The horizon ends the commands, as it ends a simulated run, with
     // everything they started (some, like stress-ng, start their workers
     // in groups of their own); attached processes go on, given back as
@@ -334,12 +337,13 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     let threads: Vec<ThreadResult> = started
         .iter()
         .zip(schedulers)
-        .map(|(s, scheduler)| {
+        .map(|(s, (scheduler, homes))| {
             let f = std::mem::take(&mut families[s.id.index()]);
             ThreadResult {
                 id: s.id,
                 name: scn.threads[s.index].name.clone(),
                 scheduler,
+                homes,
                 cpu_time: cpu_time[s.id.index()],
                 wakeup_latencies: f.wakeup_latencies,
                 max_runnable_gap: f.max_runnable_gap,

@@ -37,6 +37,10 @@ pub struct ThreadResult {
     pub name: String,
     /// Scheduler it ended under (name): at the horizon, or when it exited.
     pub scheduler: String,
+    /// Every scheduler it was attached to, from when, in order: its first
+    /// at its arrival, then one per move (script, `join`/`leave`, its
+    /// scheduler going away). Empty where the platform does not know.
+    pub homes: Vec<Home>,
     /// CPU time used by the thread (context-switch overhead excluded).
     pub cpu_time: Duration,
     /// Wakeup-to-dispatch latencies, one per wakeup, in order.
@@ -59,6 +63,13 @@ pub struct ThreadResult {
     pub guaranteed_share: Option<CpuShare>,
     /// The cross-domain calls it made (Yau et al. §6), by how they ended.
     pub calls: CallCounts,
+}
+
+/// One stay of a thread under a scheduler.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Home {
+    pub since: Instant,
+    pub scheduler: String,
 }
 
 /// A thread's cross-domain calls (train or RPC) by outcome. `made` counts

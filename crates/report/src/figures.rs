@@ -14,10 +14,9 @@
 //!   and so are the context switches to it (as the dispatcher charges a
 //!   node, [`hsched_model::NodeResult::received`]); a thread's and a CPU's
 //!   rows count run time only.
-//!   **Approximate where the result does not record it**: a thread's
-//!   scheduler at each moment is the one the scenario attaches it to, changed
-//!   where the log says it was moved (`thread `x` moved to `y``, `returned to
-//!   the default scheduler`); a `join` node with several parents passes its
+//!   A thread's scheduler at each moment is the result's record of where it
+//!   was ([`hsched_model::ThreadResult::homes`]; without one, the scenario's).
+//!   **Approximate where the result does not record it**: a `join` node with several parents passes its
 //!   time up to them in proportion to the VPs it holds from each (which
 //!   parent really granted each CPU is not recorded); a scheduler the script
 //!   loads has the parents its `load` names (the first `load` of a name),
@@ -35,7 +34,7 @@
 use crate::names::ThreadNames;
 use crate::ReportError;
 use hsched_core::ThreadId;
-use hsched_model::{LogKind, MarkKind, RunResult, Scenario, SegmentKind};
+use hsched_model::{MarkKind, RunResult, Scenario, SegmentKind};
 use serde::Serialize;
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -407,28 +406,6 @@ fn starting_schedulers(
         .collect()
 }
 
-/// Where the log says threads moved: (time, thread name, new scheduler).
-fn moves<'a>(result: &'a RunResult, default: &'a str) -> Vec<(u64, &'a str, &'a str)> {
-    let mut out = Vec::new();
-    for e in result.log.iter().filter(|e| e.kind == LogKind::Moved) {
-        let Some(rest) = e.text.strip_prefix("thread `") else {
-            continue;
-        };
-        let Some((name, rest)) = rest.split_once('`') else {
-            continue;
-        };
-        if let Some(to) = rest
-            .strip_prefix(" moved to `")
-            .and_then(|r| r.strip_suffix('`'))
-        {
-            out.push((e.at.as_nanos(), name, to));
-        } else if rest.starts_with(" returned to the default scheduler") && !default.is_empty() {
-            out.push((e.at.as_nanos(), name, default));
-        }
-    }
-    out
-}
-
 /// The parents of every scheduler with the VPs held from each.
 type Parents<'a> = BTreeMap<&'a str, Vec<(&'a str, u64)>>;
 
@@ -489,21 +466,20 @@ fn shares(
 
     // A thread's time goes to its scheduler of the moment, segment by
     // segment, then up the hierarchy.
-    let default = scenario.map_or("", |s| s.default_scheduler.as_str());
-    let names: BTreeMap<&str, ThreadId> = result
-        .threads
+    let timeline_of: BTreeMap<ThreadId, Vec<(u64, &str)>> = start_sched
         .iter()
-        .map(|t| (t.name.as_str(), t.id))
+        .map(|(&t, start)| {
+            let homes = result.threads.iter().find(|r| r.id == t).map(|r| &r.homes);
+            let scheds = match homes {
+                Some(h) if !h.is_empty() => h
+                    .iter()
+                    .map(|h| (h.since.as_nanos(), h.scheduler.as_str()))
+                    .collect(),
+                _ => vec![(0, start.as_str())],
+            };
+            (t, scheds)
+        })
         .collect();
-    let mut timeline_of: BTreeMap<ThreadId, Vec<(u64, &str)>> = start_sched
-        .iter()
-        .map(|(&t, s)| (t, vec![(0, s.as_str())]))
-        .collect();
-    for (at, name, to) in moves(result, default) {
-        if let Some(&t) = names.get(name) {
-            timeline_of.entry(t).or_default().push((at, to));
-        }
-    }
     for spans in exact {
         for s in spans {
             let (Slot::Run(t) | Slot::Switch(t)) = s.slot else {

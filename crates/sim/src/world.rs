@@ -614,6 +614,7 @@ impl World {
                 if let Some(s) = disp.thread_sched(t) {
                     th.stats.scheduler = disp.sched_name(s).to_string();
                 }
+                th.stats.homes = disp.thread_homes(t);
                 th.exited = true;
                 th.runnable = false;
                 th.stats.exit = Some(now);
@@ -1182,8 +1183,12 @@ impl World {
             .enumerate()
             .map(|(i, th)| {
                 let mut stats = th.stats;
-                if let Some(s) = disp.thread_sched(ThreadId(i as u32)) {
+                let t = ThreadId(i as u32);
+                if let Some(s) = disp.thread_sched(t) {
                     stats.scheduler = disp.sched_name(s).to_string();
+                }
+                if !th.exited {
+                    stats.homes = disp.thread_homes(t);
                 }
                 stats
             })

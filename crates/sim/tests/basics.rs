@@ -163,6 +163,15 @@ mod hierarchy_changes {
         assert_eq!(a.scheduler, "ts");
         assert_eq!(a.cpu_time, ms(100 + 150));
         assert_eq!(b.cpu_time, ms(150));
+        let homes: Vec<(Instant, &str)> = a
+            .homes
+            .iter()
+            .map(|h| (h.since, h.scheduler.as_str()))
+            .collect();
+        assert_eq!(
+            homes,
+            [(Instant::ZERO, "app"), (Instant::ZERO + ms(100), "ts")]
+        );
     }
 
     #[test]
@@ -183,6 +192,16 @@ mod hierarchy_changes {
         let a = r.threads.iter().find(|t| t.name == "a").unwrap();
         let b = r.threads.iter().find(|t| t.name == "b").unwrap();
         assert_eq!(b.scheduler, "late");
+        let homes: Vec<(Instant, &str)> = b
+            .homes
+            .iter()
+            .map(|h| (h.since, h.scheduler.as_str()))
+            .collect();
+        assert_eq!(
+            homes,
+            [(Instant::ZERO, "ts"), (Instant::ZERO + ms(200), "late")]
+        );
+        assert_eq!(a.homes.len(), 1, "a never moved: {:?}", a.homes);
         assert_eq!(a.cpu_time, ms(200));
         assert_eq!(
             b.cpu_time,

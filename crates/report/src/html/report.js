@@ -524,9 +524,9 @@
   function shares() {
     document.getElementById("share-note").textContent =
       "CPU time in bins of " + fmtNs(D.shares.bin_ns) + ", as a share of one CPU (1 = a whole CPU). " +
-      "A scheduler node's line counts the time of every thread below it. Approximate for nodes: a thread's " +
-      "scheduler is the scenario's, changed where the log says it moved; a join passes its time to its " +
-      "parents in proportion to the VPs it holds from each. Click a legend entry to hide or show it.";
+      "A scheduler node's line counts the time of every thread below it, under the scheduler it was " +
+      "attached to at that moment. Approximate for a join: it passes its time to its parents in " +
+      "proportion to the VPs it holds from each. Click a legend entry to hide or show it.";
     document.querySelectorAll("input[name=share-by]").forEach(function (input) {
       input.addEventListener("change", function () { shareMode = input.value; drawShares(); });
     });
