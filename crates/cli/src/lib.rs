@@ -1,11 +1,12 @@
 //! The `hsched` command line: `sim`, `live`, `ctl`, `check`, `policies`,
-//! `repro`, `bench`.
+//! `repro`, `import`, `bench`.
 //!
 //! Exit codes: 0 success; 1 a run or a reproduction failed; 2 bad input
 //! (scenario, arguments), with a message naming the file, key or line.
 
 pub mod bench;
 pub mod ctl;
+pub mod import_simso;
 pub mod plugins;
 pub mod repro;
 
@@ -77,12 +78,25 @@ enum Cmd {
         #[arg(long)]
         live: bool,
     },
+    /// Turn a configuration written for another tool into a scenario
+    /// (TOML, on stdout); what cannot be expressed is refused or noted.
+    Import {
+        #[command(subcommand)]
+        from: ImportFrom,
+    },
     /// Measure simulator throughput and decision cost per hierarchy level.
     Bench {
         /// Shorter runs (less precise), for a quick look.
         #[arg(long)]
         quick: bool,
     },
+}
+
+/// The formats `hsched import` reads.
+#[derive(Subcommand, Debug)]
+enum ImportFrom {
+    /// A SimSo XML configuration: `hsched import simso FILE.xml > scenario.toml`.
+    Simso(import_simso::SimsoArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -273,6 +287,9 @@ fn run(cli: Cli) -> Result<(), CliError> {
             all,
             live,
         } => repro::command(name.as_deref(), list, all, live),
+        Cmd::Import { from } => match from {
+            ImportFrom::Simso(args) => import_simso::command(&args),
+        },
         Cmd::Bench { quick } => bench::command(quick),
     }
 }

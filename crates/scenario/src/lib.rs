@@ -17,6 +17,7 @@ mod build;
 mod domains;
 mod error;
 mod hierarchy;
+pub mod import;
 mod program;
 mod tree;
 
