@@ -9,6 +9,7 @@ pub mod ctl;
 pub mod import_simso;
 pub mod plugins;
 pub mod repro;
+pub mod simso;
 
 use clap::{Parser, Subcommand};
 use hsched_core::Duration;
@@ -89,6 +90,15 @@ enum Cmd {
         /// Shorter runs (less precise), for a quick look.
         #[arg(long)]
         quick: bool,
+        /// Instead: SimSo and hsched on the same periodic task sets, jobs
+        /// per second of each and the ratio (SimSo is installed from PyPI
+        /// into --simso-dir if it is not there).
+        #[arg(long)]
+        simso: bool,
+        /// Where SimSo is (or is installed with pip --target); the
+        /// cross-check test uses the default too.
+        #[arg(long, value_name = "DIR", default_value = "target/simso-py")]
+        simso_dir: PathBuf,
     },
 }
 
@@ -290,7 +300,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Cmd::Import { from } => match from {
             ImportFrom::Simso(args) => import_simso::command(&args),
         },
-        Cmd::Bench { quick } => bench::command(quick),
+        Cmd::Bench {
+            quick,
+            simso: true,
+            simso_dir,
+        } => simso::bench(&simso_dir, quick),
+        Cmd::Bench { quick, .. } => bench::command(quick),
     }
 }
 
