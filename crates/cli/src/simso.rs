@@ -16,9 +16,11 @@
 //! nanoseconds; SimSo runs at 1,000,000 cycles per ms, one cycle per ns).
 //! Under EDF, task i's relative deadline is its period less i·125us, so
 //! that no two jobs of different tasks ever share an absolute deadline
-//! (they differ modulo 1ms): SimSo breaks EDF ties by the order its event
-//! queue activated the jobs, which hsched does not reproduce for jobs
-//! released at the same instant. Under RM the periods are distinct, so
+//! (they differ modulo 1ms); each such set is also checked with implicit
+//! deadlines, where jobs released at different times do tie and both give
+//! the CPU to the one activated first. What stays out is two jobs released
+//! at the same instant with the same deadline (equal relative deadlines):
+//! SimSo orders those by its event queue, which hsched does not reproduce. Under RM the periods are distinct, so
 //! priorities never tie. The horizon is a whole number of milliseconds
 //! plus 1ns, so no release or completion falls exactly on it. Every task
 //! has `abort_on_miss="no"`: hsched does not abort late jobs.
@@ -145,7 +147,22 @@ pub fn generate(
     }
 }
 
-/// The cross-check's task sets: EDF and RM, utilisations from 50% to 130%
+/// The same set with implicit deadlines (each task's deadline its period).
+/// EDF ties between jobs released at different times then occur (periods
+/// 10 and 20 both have a deadline at 20ms): both simulators give them to
+/// the job activated first. Periods stay distinct, so no two jobs released
+/// at the same instant share a deadline (there the order would be SimSo's
+/// event queue's).
+pub fn with_implicit_deadlines(mut set: TaskSet) -> TaskSet {
+    for t in &mut set.tasks {
+        t.deadline_ns = t.period_ns;
+    }
+    set.name = format!("{}-implicit", set.name);
+    set
+}
+
+/// The cross-check's task sets: EDF (with deadlines that never tie, and
+/// with implicit deadlines) and RM, utilisations from 50% to 130%
 /// (overloaded ones miss deadlines), a few seeds each.
 pub fn cross_check_sets() -> Vec<TaskSet> {
     let mut sets = Vec::new();
@@ -153,14 +170,11 @@ pub fn cross_check_sets() -> Vec<TaskSet> {
         for (k, permille) in [500, 800, 950, 1000, 1100, 1300].into_iter().enumerate() {
             for seed in 0..3u64 {
                 let n = 3 + ((seed as usize + k) % 6);
-                sets.push(generate(
-                    seed * 1000 + permille,
-                    sched,
-                    n,
-                    permille,
-                    (4, 60),
-                    1_000,
-                ));
+                let set = generate(seed * 1000 + permille, sched, n, permille, (4, 60), 1_000);
+                if sched == Sched::Edf {
+                    sets.push(with_implicit_deadlines(set.clone()));
+                }
+                sets.push(set);
             }
         }
     }
