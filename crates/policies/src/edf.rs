@@ -57,7 +57,12 @@
 //!
 //! **Limits.** No admission control: an overloaded set is admitted and
 //! misses deadlines (EDF's domino effect). On several CPUs it is global
-//! EDF, which is not optimal there. Decisions cost O(log n).
+//! EDF, which is not optimal there. A job that runs past its `wcet` and is
+//! preempted waits under its own deadline until it is picked again, even if
+//! the next release passes meanwhile (it may preempt a running child, then
+//! yield to it once its next deadline is seen). The grid is anchored at the
+//! first wake-up under this scheduler: a thread moved in mid-job starts its
+//! grid there. Decisions cost O(log n).
 
 use crate::preempt::{Better, RunningSlots};
 use hsched_core::{

@@ -140,6 +140,24 @@ fn values_simso_truncates_to_cycles_are_noted() {
         .contains("# - <task name=\"a\"> `WCET` = 2.0005 ms"));
 }
 
+#[test]
+fn a_sporadic_task_without_dates_imports_as_a_thread_without_jobs() {
+    let text = wrap(
+        "EDF_mono",
+        ONE_CPU,
+        "<task name=\"s\" id=\"1\" task_type=\"Sporadic\" abort_on_miss=\"no\" period=\"0\" \
+         list_activation_dates=\"\" deadline=\"5\" WCET=\"1\"/>",
+    );
+    let out = import(&text, "t.xml").unwrap();
+    assert!(
+        out.notes.iter().any(|n| n.contains("releases no job")),
+        "{:?}",
+        out.notes
+    );
+    let scn = hsched_scenario::parse(&out.toml, "t.toml").unwrap();
+    assert_eq!(scn.threads.len(), 1, "no releaser");
+}
+
 proptest! {
     #[test]
     fn arbitrary_text_never_panics(text in "\\PC{0,400}") {
@@ -159,9 +177,9 @@ proptest! {
         text.replace_range(at..end, insert);
         match import(&text, "p.xml") {
             Ok(out) => {
-                // Whatever imports is a scenario the parser reads, or a
-                // parse error (never a panic).
-                let _ = hsched_scenario::parse(&out.toml, "p.toml");
+                // Whatever imports is a scenario the parser accepts.
+                let parsed = hsched_scenario::parse(&out.toml, "p.toml");
+                prop_assert!(parsed.is_ok(), "{:?}\n{}", parsed.err(), out.toml);
             }
             Err(e) => {
                 prop_assert!(!e.problems.is_empty());

@@ -729,6 +729,12 @@ impl<'a, 'input> Reader<'a, 'input> {
             }
         }
         dates.sort_unstable();
+        if dates.is_empty() {
+            self.note(format!(
+                "{}: a sporadic task without activation dates releases no job",
+                describe(node)
+            ));
+        }
         if dates.windows(2).any(|w| w[0] == w[1]) {
             self.note(format!(
                 "{}: two activations at the same date; hsched's release semaphore keeps one (SimSo queues both)",
@@ -940,6 +946,9 @@ fn write(m: &Model, file_name: &str, notes: Vec<String>) -> Imported {
                     quote(&duration(*offset_ns)),
                     run_text(m, t)
                 );
+            }
+            TaskKind::Sporadic { dates_ns } if dates_ns.is_empty() => {
+                let _ = writeln!(s, "program = [ {{ exit = true }} ]");
             }
             TaskKind::Sporadic { dates_ns } => {
                 let semaphore = quote(&format!("{}-release", t.name));
