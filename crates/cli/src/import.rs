@@ -20,6 +20,9 @@ pub enum Format {
     /// become threads and programs, policies a hierarchy.
     #[command(name = "rt-app")]
     RtApp(RtAppArgs),
+    /// A SimSo XML configuration (as SimSo's GUI saves it): its tasks
+    /// become periodic or sporadic threads under `edf`, `rm` or `fp`.
+    Simso(crate::import_simso::SimsoArgs),
 }
 
 #[derive(clap::Args, Debug)]
@@ -45,6 +48,7 @@ pub fn command(args: ImportArgs) -> Result<(), CliError> {
             print!("{}", imported.toml);
             Ok(())
         }
+        Format::Simso(a) => crate::import_simso::command(&a),
     }
 }
 

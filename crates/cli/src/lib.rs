@@ -7,9 +7,11 @@
 pub mod bench;
 pub mod ctl;
 pub mod import;
+pub mod import_simso;
 pub mod plot;
 pub mod plugins;
 pub mod repro;
+pub mod simso;
 pub mod sweep;
 
 use clap::{Parser, Subcommand};
@@ -91,6 +93,15 @@ enum Cmd {
         /// Shorter runs (less precise), for a quick look.
         #[arg(long)]
         quick: bool,
+        /// Instead: SimSo and hsched on the same periodic task sets, jobs
+        /// per second of each and the ratio (SimSo is installed from PyPI
+        /// into --simso-dir if it is not there).
+        #[arg(long)]
+        simso: bool,
+        /// Where SimSo is (or is installed with pip --target); the
+        /// cross-check test uses the default too.
+        #[arg(long, value_name = "DIR", default_value = "target/simso-py")]
+        simso_dir: PathBuf,
     },
     /// Run a parameter sweep (docs/sweep.md): a grid or random sample of
     /// scenarios, or generated task sets, in parallel, one CSV row per point;
@@ -308,7 +319,12 @@ fn run(cli: Cli) -> Result<(), CliError> {
             all,
             live,
         } => repro::command(name.as_deref(), list, all, live),
-        Cmd::Bench { quick } => bench::command(quick),
+        Cmd::Bench {
+            quick,
+            simso: true,
+            simso_dir,
+        } => simso::bench(&simso_dir, quick),
+        Cmd::Bench { quick, .. } => bench::command(quick),
         Cmd::Sweep(args) => sweep::command(args),
     }
 }

@@ -67,10 +67,10 @@ fn policies_lists_a_plugins_policies() {
     ] {
         assert!(s.contains(needle), "`{needle}` in:\n{s}");
     }
-    let one = hsched(&["policies", "edf", "--plugin", &edf]);
+    let one = hsched(&["policies", "example-edf", "--plugin", &edf]);
     assert!(one.status.success(), "{}", text(&one.stderr));
-    assert!(text(&one.stdout).starts_with("edf — "));
-    let without = hsched(&["policies", "edf"]);
+    assert!(text(&one.stdout).starts_with("example-edf — "));
+    let without = hsched(&["policies", "example-edf"]);
     assert_eq!(without.status.code(), Some(2));
 }
 
@@ -88,7 +88,7 @@ fn the_shipped_example_scenario_runs_with_its_plugins_key() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
     for needle in [
-        "rt (gone)  edf",
+        "rt (gone)  example-edf",
         "thread `video` moved to `rt`",
         "thread `audio` returned to the default scheduler",
         "unloaded `rt`",
@@ -112,7 +112,7 @@ fn the_shipped_example_scenario_runs_live() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
     for needle in [
-        "loaded `rt` (edf)",
+        "loaded `rt` (example-edf)",
         "thread `video` moved to `rt`",
         "thread `audio` moved to `rt`",
         "unloaded `rt`",
@@ -183,16 +183,28 @@ program = [ { loop = { body = [ { run = "1s" } ] } } ]
     let again = ctl(&["plugin", &edf]);
     assert!(!again.status.success(), "loaded twice");
     assert!(
-        text(&again.stderr).contains("`edf`"),
+        text(&again.stderr).contains("`example-edf`"),
         "{}",
         text(&again.stderr)
     );
-    let rt = ctl(&["load", "rt", "edf", "--parent", "root", "--at", "prio=1"]);
+    let rt = ctl(&[
+        "load",
+        "rt",
+        "example-edf",
+        "--parent",
+        "root",
+        "--at",
+        "prio=1",
+    ]);
     assert!(rt.status.success(), "{}", text(&rt.stderr));
     let out = run.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let log = String::from_utf8_lossy(&out.stdout).into_owned();
-    for needle in ["loaded plugin", "loaded `rt` (edf)", "already known"] {
+    for needle in [
+        "loaded plugin",
+        "loaded `rt` (example-edf)",
+        "already known",
+    ] {
         assert!(log.contains(needle), "`{needle}` in:\n{log}");
     }
 }
@@ -205,7 +217,7 @@ fn sim_and_check_take_plugin_flags() {
     // Loading it twice (flag and key) is the same library: no clash.
     let out = hsched(&["sim", &scn, "--plugin", &edf, "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    assert!(text(&out.stdout).contains("\"edf\""));
+    assert!(text(&out.stdout).contains("\"example-edf\""));
     // The same run twice: byte for byte.
     let again = hsched(&["sim", &scn, "--plugin", &edf, "--json"]);
     let strip = |o: &Output| {

@@ -29,7 +29,7 @@ fn the_example_plugin_describes_its_policy() {
     let plugin = load(example_edf());
     assert_eq!(plugin.policies().len(), 1);
     let edf = &plugin.policies()[0];
-    assert_eq!(edf.info.name, "edf");
+    assert_eq!(edf.info.name, "example-edf");
     assert!(edf.info.summary.contains("earliest deadline first"));
     assert_eq!(edf.hls_rule.as_deref(), Some("ALL -> NULL+"));
     assert_eq!(edf.info.max_parents, 1);
@@ -73,7 +73,7 @@ context_switch = "5us"
 
 [[scheduler]]
 name = "rt"
-policy = "edf"
+policy = "example-edf"
 deadline = "50ms"
 
 [[thread]]

@@ -30,7 +30,7 @@ policy = "fp"
 
 [[scheduler]]
 name = "rt"
-policy = "edf"
+policy = "example-edf"
 parent = "root"
 vps = 2
 at = { prio = 10 }
@@ -66,7 +66,7 @@ unload = "rt"
 
 [[script]]
 at = "300ms"
-load = { name = "rt2", policy = "edf", parent = "root", vps = 2, at = { prio = 10 } }
+load = { name = "rt2", policy = "example-edf", parent = "root", vps = 2, at = { prio = 10 } }
 "#;
 
 fn ms(x: u64) -> Instant {

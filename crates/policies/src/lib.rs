@@ -26,6 +26,8 @@
 //!   precedence order).
 //! - [`hfsc`]: hierarchical fair service curve (SCED deadlines on two-piece
 //!   service curves, FRC link sharing through classes).
+//! - [`edf`]: earliest deadline first, job by job (Liu & Layland).
+//! - [`rm`]: rate monotonic (Liu & Layland).
 //! - [`rialto`]: Rialto (CPU reservations on a precomputed scheduling
 //!   graph, time constraints); the policy and its building blocks.
 //!
@@ -35,6 +37,7 @@ use hsched_core::{Params, PolicyInfo, Scheduler};
 
 pub mod bvt;
 pub mod dbs;
+pub mod edf;
 pub mod fifo;
 pub mod fp;
 pub mod frc;
@@ -45,6 +48,7 @@ pub mod preempt;
 pub mod rcsp;
 pub mod res;
 pub mod rialto;
+pub mod rm;
 pub mod rr;
 pub mod rtwake;
 pub mod sfq;
@@ -67,6 +71,8 @@ static REGISTRY: &[PolicyInfo] = &[
     frc::INFO,
     rcsp::INFO,
     hfsc::INFO,
+    edf::INFO,
+    rm::INFO,
 ];
 
 /// Every registered policy type, in the order `hsched policies` lists them.
@@ -105,7 +111,7 @@ mod tests {
             names,
             [
                 "fifo", "rr", "fp", "join", "limit", "sfq", "dbs", "bvt", "rialto", "res", "ts",
-                "rtwake", "frc", "rcsp", "hfsc"
+                "rtwake", "frc", "rcsp", "hfsc", "edf", "rm"
             ]
         );
         for info in registry() {

@@ -17,10 +17,9 @@ mod build;
 mod domains;
 mod error;
 mod hierarchy;
+pub mod import;
 mod program;
 mod tree;
-
-pub mod import;
 
 pub use error::ScenarioError;
 

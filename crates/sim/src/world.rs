@@ -1059,21 +1059,71 @@ impl World {
         self.cpus[cpu.index()].completion = Some((at, self.seq));
     }
 
+    /// Periodic jobs released before the horizon that their thread never
+    /// reached (it was still in an earlier, late job): recorded unfinished,
+    /// so that they count as released and, once due, as missed, as a
+    /// simulator that keeps a queue of released jobs (SimSo) counts them.
+    fn record_pending_releases(&mut self, horizon: Instant) {
+        for t in 0..self.threads.len() {
+            let th = &self.threads[t];
+            if th.exited {
+                continue;
+            }
+            let mut pending = Vec::new();
+            for p in &th.cursor.periodic {
+                let Instr::PeriodicStart {
+                    period,
+                    deadline,
+                    jobs,
+                    on: None,
+                    ..
+                } = &th.code[p.start]
+                else {
+                    continue;
+                };
+                if p.record.is_none() || period.is_zero() {
+                    continue;
+                }
+                let (mut release, mut job) = (p.next_release.saturating_add(*period), p.job + 1);
+                while release < horizon && jobs.is_none_or(|n| job < n) {
+                    pending.push((job, release, release.saturating_add(*deadline)));
+                    release = release.saturating_add(*period);
+                    job += 1;
+                }
+            }
+            for (job, release, deadline) in pending {
+                self.jobs.push(JobRecord {
+                    thread: ThreadId(t as u32),
+                    job,
+                    release,
+                    start: None,
+                    finish: None,
+                    deadline,
+                    admitted: None,
+                });
+            }
+        }
+    }
+
     /// The next workload event: the earliest of the event heap and the CPUs'
-    /// completion slots, by (time, sequence); `Some(cpu)` for a completion.
+    /// completion slots; `Some(cpu)` for a completion. At equal times a
+    /// completion comes first (then by sequence): a thread whose `run` ends
+    /// at t has done its work by t, so a wake-up or release at t must not
+    /// preempt it with nothing left to run (it would then finish only when
+    /// next dispatched, later than it did).
     pub(crate) fn next_event(&self) -> Option<(Instant, u64, Option<usize>)> {
         let mut best = self
             .events
             .peek()
-            .map(|Reverse((t, seq, _))| (*t, *seq, None));
+            .map(|Reverse((t, seq, _))| (*t, 1u8, *seq, None));
         for (i, c) in self.cpus.iter().enumerate() {
             if let Some((t, seq)) = c.completion {
-                if best.is_none_or(|(bt, bs, _)| (t, seq) < (bt, bs)) {
-                    best = Some((t, seq, Some(i)));
+                if best.is_none_or(|(bt, bk, bs, _)| (t, 0, seq) < (bt, bk, bs)) {
+                    best = Some((t, 0, seq, Some(i)));
                 }
             }
         }
-        best
+        best.map(|(t, _, seq, cpu)| (t, seq, cpu))
     }
 
     /// The thread on `cpu` finished its current `run`.
@@ -1165,6 +1215,7 @@ impl World {
                 self.frame_misses_until(ThreadId(t as u32), level, horizon);
             }
         }
+        self.record_pending_releases(horizon);
         let misses: Vec<(Instant, ThreadId, u64)> = self
             .jobs
             .iter()

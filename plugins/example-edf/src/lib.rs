@@ -1,4 +1,4 @@
-//! `edf`: earliest deadline first, each child with its own relative
+//! `example-edf`: earliest deadline first, each child with its own relative
 //! deadline. An example hsched plugin: a policy written in its own crate,
 //! outside the hsched workspace, against the published plugin API
 //! (`hsched-plugin`), and loaded by `hsched` at run time
@@ -38,7 +38,7 @@ use hsched_plugin::{
 use std::collections::BTreeSet;
 
 pub static INFO: PolicyInfo = PolicyInfo {
-    name: "edf",
+    name: "example-edf",
     summary: "earliest deadline first with a relative deadline per child (example plugin)",
     doc: "Runs the runnable child with the earliest absolute deadline (wakeup + its \
           relative deadline); a child that runs past its deadline gets the next one. \
@@ -237,7 +237,7 @@ impl Edf {
 
 impl Scheduler for Edf {
     fn policy(&self) -> &'static str {
-        "edf"
+        "example-edf"
     }
 
     fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
@@ -318,7 +318,7 @@ impl Scheduler for Edf {
     fn msg(&mut self, _cx: &mut Cx, from: Sender, msg: &Msg) -> Reply {
         match msg.name.as_str() {
             "deadline" => self.set_relative(from, msg),
-            _ => Reply::unknown("edf", msg),
+            _ => Reply::unknown("example-edf", msg),
         }
     }
 

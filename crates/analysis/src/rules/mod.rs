@@ -10,7 +10,7 @@
 //!
 //! Two kinds of rule:
 //! - **built in**, for the policies of this product (fifo, rr, ts, fp,
-//!   join, limit, sfq, bvt, res, dbs, rialto, rtwake, frc, rcsp, hfsc):
+//!   join, limit, sfq, bvt, res, dbs, rialto, rtwake, frc, rcsp, hfsc, edf, rm):
 //!   code that reads the policy's own parameters (priorities, weights, quanta, budgets,
 //!   reservations asked by attachment or by message). Each also states its
 //!   Table 1 row in the paper's notation, for people and for `--json`.
@@ -45,6 +45,7 @@ pub mod literature;
 pub mod notation;
 pub mod proportional;
 pub mod rate;
+pub mod realtime;
 pub mod reservation;
 
 use crate::guarantee::{Guarantee, Kind};
@@ -369,6 +370,7 @@ impl RuleBook {
             .chain(proportional::RULES)
             .chain(rate::RULES)
             .chain(reservation::RULES)
+            .chain(realtime::RULES)
         {
             let row = Row::parse(row).expect("built-in rows parse");
             book.rules
@@ -510,7 +512,7 @@ mod tests {
         let book = RuleBook::standard();
         for name in [
             "fifo", "rr", "ts", "fp", "join", "limit", "sfq", "bvt", "res", "dbs", "rialto",
-            "rtwake", "frc", "rcsp", "hfsc",
+            "rtwake", "frc", "rcsp", "hfsc", "edf", "rm",
         ] {
             assert!(
                 matches!(book.get(name), Some(Rule::Builtin { .. })),

@@ -5,6 +5,7 @@
 //! emitted TOML too.
 
 pub mod rtapp;
+pub mod simso;
 
 use std::fmt;
 

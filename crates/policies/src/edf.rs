@@ -1,0 +1,698 @@
+//! `edf`: preemptive earliest deadline first, job by job.
+//!
+//! **Source.** Liu & Layland, "Scheduling Algorithms for Multiprogramming in
+//! a Hard-Real-Time Environment" (JACM 1973), §7: the deadline-driven
+//! scheduling algorithm, optimal on one processor: a set of periodic tasks
+//! with deadlines at the period ends meets every deadline if and only if its
+//! utilisation is at most 1. As a loadable scheduler in the HLS framework
+//! (Regehr & Stankovic, "HLS", §5.1 and Table 1, where EDF-based
+//! reservation schedulers give RESBH guarantees).
+//!
+//! **How it knows each job's absolute deadline.** The protocol tells a
+//! scheduler when a child wants a CPU (`vp_request`), when it stops
+//! (`vp_release`) and how long it ran (`charge`); it says nothing of jobs.
+//! So each child attaches with its task parameters: `period` T, relative
+//! `deadline` D (default T) and, optionally, `wcet` C. A periodic child's
+//! release grid is anchored at the first time it asks for a CPU here (job
+//! 0's release, `a`); job k is released at `a + k·T` and is due at
+//! `a + k·T + D`.
+//! - A child that wakes at time t starts job `k = ⌊(t − a)/T⌋` if that is
+//!   later than the job it was in; otherwise it resumes the job it was in
+//!   (it blocked inside a job: a mutex, a sleep in the body), which keeps
+//!   its deadline and the CPU time it has used.
+//! - A job that overruns does not block before its successor: the thread
+//!   goes straight on to the next job, which the scheduler cannot see. With
+//!   `wcet`, it counts completions by CPU time instead: once the current job
+//!   has used C and the next release has passed, the job is complete and
+//!   the child is in job k+1 (with its own deadline). Until then an
+//!   overrunning job keeps its own, earlier deadline, as EDF wants. To see
+//!   that moment, a run's horizon is the rest of the job's C (or, past C,
+//!   the next release).
+//! - Without `wcet`, job boundaries are seen only where the child blocks: a
+//!   job that overruns lends its deadline to the jobs that follow it until
+//!   the thread next blocks (they run too early, never too late).
+//! - `period = 0` (the default): an aperiodic child; each wake-up is a job,
+//!   due `deadline` later (or the scheduler's `deadline` if the child gives
+//!   none).
+//!
+//! The simulator's `periodic` operation releases jobs on exactly this grid
+//! (`start + offset + k·period`), so a thread whose program is one
+//! `periodic` with `jobs` executing exactly `wcet` is scheduled job by job
+//! as Liu & Layland's EDF (and as SimSo's `EDF_mono`: the cross-check test).
+//!
+//! **Algorithm.** Runnable children wait in one queue ordered by (absolute
+//! deadline, activation order): ties go to the job that became ready first,
+//! as in SimSo's EDF, whose ready list keeps activation order and takes the
+//! first minimum; a preempted job keeps its place. Each decision runs the
+//! head. A child that wakes with an earlier deadline than a running one
+//! preempts it (on several CPUs, the running job with the latest deadline,
+//! after idle CPUs are used: global EDF).
+//!
+//! **Guarantees.** Work conserving. On one CPU, with every child periodic
+//! with a known `wcet` (C ≤ D ≤ T) and Σ C/D ≤ 1 (the density test; Σ C/T
+//! ≤ 1 when D = T, Liu & Layland's exact condition), every job that runs no
+//! more than C meets its deadline: each child receives RESBH C, T from an
+//! ALL (the analysis rule, `hsched check`). No budget is enforced: a child
+//! that runs past its `wcet` may make others miss.
+//!
+//! **Limits.** No admission control: an overloaded set is admitted and
+//! misses deadlines (EDF's domino effect). On several CPUs it is global
+//! EDF, which is not optimal there. A job that runs past its `wcet` and is
+//! preempted waits under its own deadline until it is picked again, even if
+//! the next release passes meanwhile (it may preempt a running child, then
+//! yield to it once its next deadline is seen). The grid is anchored at the
+//! first wake-up under this scheduler: a thread moved in mid-job starts its
+//! grid there. Decisions cost O(log n).
+
+use crate::preempt::{Better, RunningSlots};
+use hsched_core::{
+    ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
+    ParentVp, PolicyInfo, Reject, Scheduler, Value,
+};
+use std::collections::BTreeMap;
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "edf",
+    summary: "preemptive earliest deadline first, job by job (child `period`, `deadline`, `wcet`)",
+    doc: "Runs the runnable children whose current jobs have the earliest absolute \
+          deadlines. A child attaches with its task parameters: `period` (its jobs are \
+          released every period from its first wake-up), relative `deadline` (default \
+          the period) and `wcet`, which lets EDF see where an overrunning job ends and \
+          the next begins (each job keeps its own deadline). Ties: the job ready \
+          first. Preemptive, work conserving, global on several CPUs, O(log n). No \
+          admission control. Liu & Layland 1973: with utilisation <= 1 every \
+          deadline is met; `hsched check` gives each child RESBH wcet, period.",
+    params,
+    child_params,
+    build,
+    max_parents: 1,
+    max_children: u32::MAX,
+};
+
+fn params() -> Vec<ParamSpec> {
+    vec![ParamSpec::new(
+        "deadline",
+        ParamKind::Duration {
+            min: Duration::from_nanos(1),
+        },
+        "relative deadline of a child that gives neither `period` nor `deadline`",
+    )
+    .with_default(Value::Duration(Duration::from_millis(10)))]
+}
+
+fn child_params() -> Vec<ParamSpec> {
+    let duration = |name, doc| {
+        ParamSpec::new(
+            name,
+            ParamKind::Duration {
+                min: Duration::ZERO,
+            },
+            doc,
+        )
+        .with_default(Value::Duration(Duration::ZERO))
+    };
+    vec![
+        duration(
+            "period",
+            "time between job releases; 0: aperiodic, each wake-up is a job",
+        ),
+        duration(
+            "deadline",
+            "relative deadline of each job; 0: the period (or the scheduler's `deadline`)",
+        ),
+        duration(
+            "wcet",
+            "CPU time of each job, to see where an overrunning job ends; 0: unknown",
+        ),
+    ]
+}
+
+fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
+    let deadline = params
+        .opt_duration("deadline")
+        .unwrap_or(Duration::from_millis(10));
+    if deadline.is_zero() {
+        return Err("`deadline` must be longer than zero".into());
+    }
+    Ok(Box::new(Edf::new(deadline)))
+}
+
+/// Queue order: earliest absolute deadline, then activation order.
+type Key = (Instant, u64);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Waiting,
+    Running(ParentVp),
+}
+
+/// A child's task parameters and where it is in its jobs.
+#[derive(Clone, Copy, Debug)]
+struct Child {
+    /// 0: aperiodic.
+    period: Duration,
+    /// Relative deadline, > 0.
+    relative: Duration,
+    /// 0: unknown.
+    wcet: Duration,
+    /// Job 0's release (the first wake-up); `None` before it.
+    anchor: Option<Instant>,
+    /// Index of the current job (periodic children).
+    job: u64,
+    release: Instant,
+    deadline: Instant,
+    /// CPU time used by the current job.
+    used: Duration,
+    /// Activation order of the current job (tie-break).
+    seq: u64,
+    state: State,
+}
+
+impl Child {
+    fn key(&self) -> Key {
+        (self.deadline, self.seq)
+    }
+
+    fn periodic(&self) -> bool {
+        !self.period.is_zero()
+    }
+
+    /// Release of job `k` on the grid (saturating far in the future).
+    fn release_of(&self, k: u64) -> Instant {
+        let anchor = self.anchor.unwrap_or(Instant::ZERO);
+        anchor.saturating_add(Duration(self.period.as_nanos().saturating_mul(k)))
+    }
+}
+
+/// The EDF scheduler. See the module documentation.
+#[derive(Debug)]
+pub struct Edf {
+    default_relative: Duration,
+    children: ChildMap<Child>,
+    queue: BTreeMap<Key, ChildId>,
+    running: RunningSlots<Key>,
+    next_seq: u64,
+    runnable: u32,
+}
+
+impl Edf {
+    /// `default_relative`: the relative deadline of a child that gives
+    /// neither a period nor a deadline.
+    pub fn new(default_relative: Duration) -> Self {
+        Edf {
+            default_relative: default_relative.max(Duration(1)),
+            children: ChildMap::new(),
+            queue: BTreeMap::new(),
+            running: RunningSlots::new(Better::Lower),
+            next_seq: 0,
+            runnable: 0,
+        }
+    }
+
+    /// The absolute deadline of `child`'s current job.
+    pub fn deadline_of(&self, child: ChildId) -> Option<Instant> {
+        self.children.get(child).map(|c| c.deadline)
+    }
+
+    /// The index of `child`'s current job (periodic children; 0 before it
+    /// first woke).
+    pub fn job_of(&self, child: ChildId) -> Option<u64> {
+        self.children.get(child).map(|c| c.job)
+    }
+
+    /// `child` starts a new job released at `release`.
+    fn new_job(&mut self, child: ChildId, release: Instant) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let c = &mut self.children[child];
+        c.release = release;
+        c.deadline = release.saturating_add(c.relative);
+        c.used = Duration::ZERO;
+        c.seq = seq;
+    }
+
+    /// A job that has used its `wcet` while the next release has passed is
+    /// complete: the child, still runnable, is in the next job. Returns
+    /// whether it moved on.
+    fn complete_by_budget(&mut self, child: ChildId, now: Instant) -> bool {
+        let c = &self.children[child];
+        if !c.periodic() || c.wcet.is_zero() || c.used < c.wcet {
+            return false;
+        }
+        let next = c.release_of(c.job + 1);
+        if next > now {
+            return false;
+        }
+        self.children[child].job += 1;
+        self.new_job(child, next);
+        true
+    }
+
+    fn enqueue(&mut self, child: ChildId) {
+        let c = &mut self.children[child];
+        c.state = State::Waiting;
+        self.queue.insert(c.key(), child);
+    }
+
+    /// Whatever ran on `vp` stopped; a child still runnable waits again, in
+    /// its next job if the one it ran is complete.
+    fn stop(&mut self, vp: ParentVp, now: Instant) {
+        let Some(run) = self.running.clear(vp) else {
+            return;
+        };
+        let child = run.child();
+        if self.children[child].state != State::Running(vp) {
+            return;
+        }
+        self.complete_by_budget(child, now);
+        self.enqueue(child);
+    }
+
+    fn forget_runnable(&mut self, child: ChildId) {
+        let c = self.children[child];
+        match c.state {
+            State::Idle => return,
+            State::Waiting => {
+                self.queue.remove(&c.key());
+            }
+            State::Running(vp) => {
+                self.running.clear(vp);
+            }
+        }
+        self.children[child].state = State::Idle;
+        self.runnable -= 1;
+    }
+
+    /// The horizon of a run of `child` from `now`: where its job's `wcet`
+    /// runs out (past it, the next release), so that a job boundary that
+    /// comes without a block is seen.
+    fn horizon(&self, child: ChildId, now: Instant) -> Instant {
+        let c = &self.children[child];
+        if !c.periodic() || c.wcet.is_zero() {
+            return Instant::NEVER;
+        }
+        if c.used < c.wcet {
+            now.saturating_add(c.wcet.saturating_sub(c.used))
+        } else {
+            c.release_of(c.job + 1)
+        }
+    }
+
+    fn preempt_if_needed(&mut self, cx: &mut Cx) {
+        self.running
+            .preempt_if_needed(cx, self.queue.keys().copied());
+    }
+}
+
+impl Scheduler for Edf {
+    fn policy(&self) -> &'static str {
+        "edf"
+    }
+
+    fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
+        let period = params.opt_duration("period").unwrap_or(Duration::ZERO);
+        let deadline = params.opt_duration("deadline").unwrap_or(Duration::ZERO);
+        let wcet = params.opt_duration("wcet").unwrap_or(Duration::ZERO);
+        let relative = match (deadline.is_zero(), period.is_zero()) {
+            (false, _) => deadline,
+            (true, false) => period,
+            (true, true) => self.default_relative,
+        };
+        self.children.insert(
+            child,
+            Child {
+                period,
+                relative,
+                wcet,
+                anchor: None,
+                job: 0,
+                release: Instant::ZERO,
+                deadline: Instant::ZERO.saturating_add(relative),
+                used: Duration::ZERO,
+                seq: 0,
+                state: State::Idle,
+            },
+        );
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
+        let Some(c) = self.children.get(child) else {
+            return;
+        };
+        if c.state != State::Idle {
+            self.forget_runnable(child);
+            cx.want_cpus(self.runnable);
+        }
+        self.children.remove(child);
+    }
+
+    /// A waking child starts a job (or resumes the one it blocked in), waits
+    /// under that job's deadline and preempts a running child with a later
+    /// one if no CPU is free.
+    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
+        let now = cx.now();
+        let c = self.children[child];
+        if c.state != State::Idle {
+            return;
+        }
+        match c.anchor {
+            _ if !c.periodic() => self.new_job(child, now),
+            None => {
+                let c = &mut self.children[child];
+                c.anchor = Some(now);
+                c.job = 0;
+                self.new_job(child, now);
+            }
+            Some(anchor) => {
+                let k = now.saturating_since(anchor).as_nanos() / c.period.as_nanos();
+                if k > c.job {
+                    self.children[child].job = k;
+                    let release = self.children[child].release_of(k);
+                    self.new_job(child, release);
+                }
+            }
+        }
+        self.enqueue(child);
+        self.runnable += 1;
+        cx.want_cpus(self.runnable);
+        self.preempt_if_needed(cx);
+    }
+
+    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
+        if self.children[child].state != State::Idle {
+            self.forget_runnable(child);
+            cx.want_cpus(self.runnable);
+        }
+    }
+
+    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
+        let now = cx.now();
+        self.stop(vp, now);
+        // A job that ran past its wcet and was preempted may have become
+        // complete while it waited (the next release passed): it competes
+        // with its next job's deadline.
+        let child = loop {
+            let Some((_, child)) = self.queue.pop_first() else {
+                return Dispatch::Release;
+            };
+            if self.complete_by_budget(child, now) {
+                self.enqueue(child);
+                continue;
+            }
+            break child;
+        };
+        let c = &mut self.children[child];
+        c.state = State::Running(vp);
+        let key = c.key();
+        let until = self.horizon(child, now);
+        self.running.place(vp, child, key, ());
+        self.preempt_if_needed(cx);
+        Dispatch::Run { child, until }
+    }
+
+    fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
+        self.stop(vp, cx.now());
+        self.preempt_if_needed(cx);
+    }
+
+    fn charge(&mut self, _cx: &mut Cx, child: ChildId, ran: Duration) {
+        if let Some(c) = self.children.get_mut(child) {
+            c.used = c.used.saturating_add(ran);
+        }
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        for (key, &child) in &self.queue {
+            match self.children.get(child) {
+                Some(c) if c.state == State::Waiting && c.key() == *key => {}
+                other => {
+                    return Err(format!(
+                        "queue entry {key:?} -> {child} does not match {other:?}"
+                    ))
+                }
+            }
+        }
+        let (mut waiting, mut runnable) = (0, 0);
+        for (child, c) in self.children.iter() {
+            if c.relative.is_zero() {
+                return Err(format!("{child} has a zero relative deadline"));
+            }
+            if c.deadline != c.release.saturating_add(c.relative) {
+                return Err(format!(
+                    "{child}: deadline {} is not release {} + {}",
+                    c.deadline, c.release, c.relative
+                ));
+            }
+            if c.periodic() && c.anchor.is_some() && c.release != c.release_of(c.job) {
+                return Err(format!(
+                    "{child}: job {} released at {}, off its grid",
+                    c.job, c.release
+                ));
+            }
+            if c.seq >= self.next_seq && c.anchor.is_some() {
+                return Err(format!(
+                    "{child} has activation number {} from the future",
+                    c.seq
+                ));
+            }
+            match c.state {
+                State::Idle => {}
+                State::Waiting => {
+                    waiting += 1;
+                    runnable += 1;
+                    if self.queue.get(&c.key()) != Some(&child) {
+                        return Err(format!("{child} waits but is not queued"));
+                    }
+                }
+                State::Running(vp) => {
+                    runnable += 1;
+                    match self.running.get(vp) {
+                        Some(run) if run.child() == child && run.rank() == c.key() => {}
+                        other => {
+                            return Err(format!(
+                                "{child} runs on {vp} with key {:?} but {vp} holds {other:?}",
+                                c.key()
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        for (vp, run) in self.running.iter() {
+            if self.children.get(run.child()).map(|c| c.state) != Some(State::Running(vp)) {
+                return Err(format!(
+                    "{vp} runs {}, which is not running there",
+                    run.child()
+                ));
+            }
+        }
+        if waiting != self.queue.len() || runnable != self.runnable {
+            return Err(format!(
+                "queue holds {} / count says {} runnable; states say {waiting} waiting / {runnable} runnable",
+                self.queue.len(),
+                self.runnable
+            ));
+        }
+        self.running.check_invariants()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{strategy, Harness, Parent};
+    use hsched_core::Effect;
+    use proptest::prelude::*;
+
+    fn ms(n: u64) -> Duration {
+        Duration::from_millis(n)
+    }
+    fn at(n: u64) -> Instant {
+        Instant::ZERO.saturating_add(ms(n))
+    }
+
+    fn task(period: u64, deadline: u64, wcet: u64) -> Params {
+        Params::new()
+            .with("period", Value::Duration(ms(period)))
+            .with("deadline", Value::Duration(ms(deadline)))
+            .with("wcet", Value::Duration(ms(wcet)))
+    }
+
+    fn harness(vps: u32, parent: Parent) -> Harness<Edf> {
+        Harness::new(Box::new(Edf::new(ms(10))), vps, parent)
+    }
+
+    #[test]
+    fn earliest_deadline_runs_and_preempts() {
+        let mut h = harness(1, Parent::Root);
+        let long = h.register(&task(100, 100, 0)).unwrap();
+        let short = h.register(&task(10, 10, 0)).unwrap();
+        h.wake(long);
+        assert_eq!(h.running_on(ParentVp(0)), Some(long));
+        h.take_effects();
+        h.advance(ms(1));
+        h.wake(short); // due at 11ms, before 100ms
+        assert!(h.take_effects().contains(&Effect::Revoke(long)));
+        assert_eq!(h.running_on(ParentVp(0)), Some(short));
+        assert_eq!(h.sched().deadline_of(short), Some(at(11)));
+        h.block(short);
+        assert_eq!(h.running_on(ParentVp(0)), Some(long));
+    }
+
+    #[test]
+    fn equal_deadlines_go_to_the_job_ready_first_and_do_not_preempt() {
+        let mut h = harness(1, Parent::Root);
+        let a = h.register(&task(20, 20, 0)).unwrap();
+        let b = h.register(&task(10, 20, 0)).unwrap();
+        h.wake(a);
+        h.take_effects();
+        h.wake(b); // same deadline, 20ms
+        let effects = h.take_effects();
+        assert!(
+            !effects.iter().any(|e| matches!(e, Effect::Revoke(_))),
+            "{effects:?}"
+        );
+        assert_eq!(h.running_on(ParentVp(0)), Some(a));
+    }
+
+    #[test]
+    fn jobs_follow_the_release_grid_from_the_first_wakeup() {
+        let mut h = harness(1, Parent::Root);
+        let c = h.register(&task(10, 8, 0)).unwrap();
+        h.advance_to(at(3));
+        h.wake(c);
+        assert_eq!(h.sched().deadline_of(c), Some(at(11)));
+        h.advance(ms(2));
+        h.block(c); // job 0 done at 5ms
+        h.advance_to(at(13));
+        h.wake(c); // job 1 released at 13ms
+        assert_eq!(h.sched().job_of(c), Some(1));
+        assert_eq!(h.sched().deadline_of(c), Some(at(21)));
+        h.advance(ms(1));
+        h.block(c); // blocks inside job 1 (a mutex) ...
+        h.advance(ms(1));
+        h.wake(c); // ... and resumes it: same deadline
+        assert_eq!(h.sched().job_of(c), Some(1));
+        assert_eq!(h.sched().deadline_of(c), Some(at(21)));
+        h.block(c);
+        h.advance_to(at(43));
+        h.wake(c); // skipped a period: job 4
+        assert_eq!(h.sched().job_of(c), Some(4));
+        assert_eq!(h.sched().deadline_of(c), Some(at(51)));
+    }
+
+    #[test]
+    fn an_overrunning_job_keeps_its_deadline_and_the_next_gets_its_own() {
+        // T = 10, C = 6: job 0 is delayed by a 7ms job due at 9ms, finishes
+        // at 13ms (late), and job 1 (released at 10, due at 20) follows
+        // without a block.
+        let mut h = harness(1, Parent::Root);
+        let c = h.register(&task(10, 10, 6)).unwrap();
+        let other = h.register(&task(100, 9, 0)).unwrap();
+        h.wake(other);
+        h.wake(c);
+        assert_eq!(h.running_on(ParentVp(0)), Some(other));
+        h.advance(ms(7));
+        h.block(other);
+        assert_eq!(h.running_on(ParentVp(0)), Some(c));
+        assert_eq!(h.horizon(ParentVp(0)), Some(at(13)), "the rest of C");
+        h.advance_to(at(12));
+        assert_eq!(h.sched().deadline_of(c), Some(at(10)), "job 0, late");
+        h.advance_to(at(13));
+        assert_eq!(h.sched().job_of(c), Some(1));
+        assert_eq!(h.sched().deadline_of(c), Some(at(20)));
+        assert_eq!(h.running_on(ParentVp(0)), Some(c));
+        assert_eq!(h.horizon(ParentVp(0)), Some(at(19)));
+    }
+
+    #[test]
+    fn a_job_past_its_wcet_before_the_next_release_keeps_its_deadline() {
+        let mut h = harness(1, Parent::Root);
+        let c = h.register(&task(10, 10, 2)).unwrap();
+        h.wake(c);
+        h.advance_to(at(2));
+        // It used its wcet but job 1 is not released: still job 0, until 10ms.
+        assert_eq!(h.sched().job_of(c), Some(0));
+        assert_eq!(h.horizon(ParentVp(0)), Some(at(10)));
+        h.advance_to(at(10));
+        assert_eq!(h.sched().job_of(c), Some(1));
+        assert_eq!(h.sched().deadline_of(c), Some(at(20)));
+    }
+
+    #[test]
+    fn aperiodic_children_take_a_job_per_wakeup() {
+        let mut h = harness(1, Parent::Root);
+        let own = h
+            .register(&Params::new().with("deadline", Value::Duration(ms(3))))
+            .unwrap();
+        let dflt = h.register(&Params::new()).unwrap();
+        h.advance_to(at(5));
+        h.wake(dflt);
+        h.wake(own);
+        assert_eq!(h.sched().deadline_of(dflt), Some(at(15)));
+        assert_eq!(h.sched().deadline_of(own), Some(at(8)));
+        assert_eq!(h.running_on(ParentVp(0)), Some(own));
+    }
+
+    #[test]
+    fn global_edf_preempts_the_latest_deadline() {
+        let mut h = harness(2, Parent::Root);
+        let c: Vec<ChildId> = [50, 30, 10]
+            .iter()
+            .map(|&d| h.register(&task(100, d, 0)).unwrap())
+            .collect();
+        h.wake(c[0]);
+        h.wake(c[1]);
+        h.take_effects();
+        h.wake(c[2]);
+        assert!(h.take_effects().contains(&Effect::Revoke(c[0])));
+        let mut running: Vec<ChildId> = (0..2).filter_map(|v| h.running_on(ParentVp(v))).collect();
+        running.sort();
+        assert_eq!(running, vec![c[1], c[2]]);
+    }
+
+    #[test]
+    fn registry_builds_it_and_refuses_a_zero_deadline() {
+        assert_eq!(crate::build("edf", &Params::new()).unwrap().policy(), "edf");
+        let zero = Params::new().with("deadline", Value::Duration(Duration::ZERO));
+        assert!(crate::build("edf", &zero).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn random_protocol_runs_keep_the_rules(
+            vps in 1u32..4,
+            parent in strategy::parent(),
+            steps in proptest::collection::vec(strategy::step(), 1..150),
+        ) {
+            let mut h = harness(vps, parent);
+            let params = vec![
+                task(10, 10, 3),
+                task(7, 5, 0),
+                Params::new(),
+                task(25, 0, 20),
+            ];
+            for step in steps {
+                h.step(step, &params);
+                if parent == Parent::Manual {
+                    continue;
+                }
+                h.assert_work_conserving();
+                // No waiting job is due before a running one.
+                let latest_running = h.requesting().into_iter()
+                    .filter(|&c| h.where_runs(c).is_some())
+                    .map(|c| h.sched().deadline_of(c).unwrap())
+                    .max();
+                let earliest_waiting = h.requesting().into_iter()
+                    .filter(|&c| h.where_runs(c).is_none())
+                    .map(|c| h.sched().deadline_of(c).unwrap())
+                    .min();
+                if let (Some(run), Some(wait)) = (latest_running, earliest_waiting) {
+                    prop_assert!(wait >= run, "waiting deadline {} < running {} after {:?}", wait, run, step);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! `rm`: preemptive rate monotonic.
+//!
+//! **Source.** Liu & Layland, "Scheduling Algorithms for Multiprogramming in
+//! a Hard-Real-Time Environment" (JACM 1973), §3-§5: fixed priorities
+//! assigned by rate (the shorter the period, the higher the priority) are
+//! optimal among fixed-priority assignments for periodic tasks with
+//! deadlines at the period ends, and n such tasks meet every deadline when
+//! their utilisation is at most n(2^(1/n) − 1). As a loadable scheduler in
+//! the HLS framework (Regehr & Stankovic, "HLS", §5.1: a fixed-priority
+//! scheduler with a schedulability test).
+//!
+//! **Algorithm.** Each child attaches with its `period` (and, for the
+//! analysis, its `wcet`); the priority is the period, shorter first. A child
+//! without a period (`period = 0`, the default) ranks below every periodic
+//! one. Runnable children wait in one queue ordered by (period, activation
+//! order): among equal periods the child that became ready first runs, as
+//! in SimSo's `RM_mono`, whose ready list keeps activation order and takes
+//! the first minimum; a preempted child keeps its place. The priority is
+//! per task, not per job, so no job accounting is needed: a late job that
+//! follows its predecessor without a block has the same priority. A waking
+//! child with a shorter period than a running one preempts it (on several
+//! CPUs, the running child with the longest period: global RM).
+//!
+//! **Guarantees.** Work conserving. On one CPU, a periodic child i with
+//! `wcet` C_i (deadline = period) meets every deadline if the children of
+//! its priority or higher all give their `wcet` and pass the hyperbolic
+//! bound Π(1 + C_j/T_j) ≤ 2 (Bini, Buttazzo & Buttazzo 2003), which accepts
+//! every set the Liu & Layland bound accepts, and more; then it receives
+//! RESBH C_i, T_i from an ALL (the analysis rule, `hsched check`). No
+//! budget is enforced: a child that runs past its `wcet` delays those
+//! below it.
+//!
+//! **Limits.** No admission control; lower priorities starve under
+//! overload (that is the policy). The bound is sufficient, not exact
+//! (response-time analysis would accept more). On several CPUs it is global
+//! RM, with its known analysis limits. Decisions cost O(log n).
+
+use crate::preempt::{Better, RunningSlots};
+use hsched_core::{
+    ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
+    ParentVp, PolicyInfo, Reject, Scheduler, Value,
+};
+use std::collections::BTreeMap;
+
+pub const INFO: PolicyInfo = PolicyInfo {
+    name: "rm",
+    summary: "preemptive rate monotonic (child `period`, shorter first; `wcet` for the analysis)",
+    doc: "Runs the runnable children with the shortest `period` (child parameter; 0, \
+          the default, ranks below every periodic child). Ties: the child ready first. \
+          A waking child preempts a running one with a longer period. Work conserving, \
+          global on several CPUs, O(log n). Liu & Layland 1973; `hsched check` gives a \
+          child RESBH wcet, period when it and every child of higher or equal priority \
+          give their `wcet` and pass the hyperbolic bound (prod(1 + C/T) <= 2, which \
+          covers the Liu & Layland bound). Lower priorities starve under overload.",
+    params: no_params,
+    child_params,
+    build,
+    max_parents: 1,
+    max_children: u32::MAX,
+};
+
+fn no_params() -> Vec<ParamSpec> {
+    Vec::new()
+}
+
+fn child_params() -> Vec<ParamSpec> {
+    vec![
+        ParamSpec::new(
+            "period",
+            ParamKind::Duration {
+                min: Duration::ZERO,
+            },
+            "the task's period: its priority, shorter first; 0: below every periodic child",
+        )
+        .with_default(Value::Duration(Duration::ZERO)),
+        ParamSpec::new(
+            "wcet",
+            ParamKind::Duration {
+                min: Duration::ZERO,
+            },
+            "CPU time of each job, for the analysis (not used to schedule); 0: unknown",
+        )
+        .with_default(Value::Duration(Duration::ZERO)),
+    ]
+}
+
+fn build(_params: &Params) -> Result<Box<dyn Scheduler>, String> {
+    Ok(Box::new(RateMonotonic::new()))
+}
+
+/// Queue order: shortest period (no period last), then activation order.
+type Key = (Duration, u64);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Idle,
+    Waiting,
+    Running(ParentVp),
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Child {
+    /// The rank: the period, or `Duration::MAX` for an aperiodic child.
+    rank: Duration,
+    /// Activation order of its last wake-up (tie-break).
+    seq: u64,
+    state: State,
+}
+
+impl Child {
+    fn key(&self) -> Key {
+        (self.rank, self.seq)
+    }
+}
+
+/// The rate-monotonic scheduler. See the module documentation.
+#[derive(Debug)]
+pub struct RateMonotonic {
+    children: ChildMap<Child>,
+    queue: BTreeMap<Key, ChildId>,
+    running: RunningSlots<Key>,
+    next_seq: u64,
+    runnable: u32,
+}
+
+impl Default for RateMonotonic {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl RateMonotonic {
+    pub fn new() -> Self {
+        RateMonotonic {
+            children: ChildMap::new(),
+            queue: BTreeMap::new(),
+            running: RunningSlots::new(Better::Lower),
+            next_seq: 0,
+            runnable: 0,
+        }
+    }
+
+    /// The period `child` ranks by (`Duration::MAX`: none).
+    pub fn rank_of(&self, child: ChildId) -> Option<Duration> {
+        self.children.get(child).map(|c| c.rank)
+    }
+
+    fn enqueue(&mut self, child: ChildId) {
+        let c = &mut self.children[child];
+        c.state = State::Waiting;
+        self.queue.insert(c.key(), child);
+    }
+
+    fn forget_runnable(&mut self, child: ChildId) {
+        let c = self.children[child];
+        match c.state {
+            State::Idle => return,
+            State::Waiting => {
+                self.queue.remove(&c.key());
+            }
+            State::Running(vp) => {
+                self.running.clear(vp);
+            }
+        }
+        self.children[child].state = State::Idle;
+        self.runnable -= 1;
+    }
+
+    /// Whatever ran on `vp` stopped; a child still runnable waits again in
+    /// its place (it keeps its activation order).
+    fn stop(&mut self, vp: ParentVp) {
+        let Some(run) = self.running.clear(vp) else {
+            return;
+        };
+        if self.children[run.child()].state == State::Running(vp) {
+            self.enqueue(run.child());
+        }
+    }
+
+    fn preempt_if_needed(&mut self, cx: &mut Cx) {
+        self.running
+            .preempt_if_needed(cx, self.queue.keys().copied());
+    }
+}
+
+impl Scheduler for RateMonotonic {
+    fn policy(&self) -> &'static str {
+        "rm"
+    }
+
+    fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
+        let period = params.opt_duration("period").unwrap_or(Duration::ZERO);
+        let rank = if period.is_zero() {
+            Duration::MAX
+        } else {
+            period
+        };
+        self.children.insert(
+            child,
+            Child {
+                rank,
+                seq: 0,
+                state: State::Idle,
+            },
+        );
+        Ok(())
+    }
+
+    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
+        let Some(c) = self.children.get(child) else {
+            return;
+        };
+        if c.state != State::Idle {
+            self.forget_runnable(child);
+            cx.want_cpus(self.runnable);
+        }
+        self.children.remove(child);
+    }
+
+    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
+        if self.children[child].state != State::Idle {
+            return;
+        }
+        self.children[child].seq = self.next_seq;
+        self.next_seq += 1;
+        self.enqueue(child);
+        self.runnable += 1;
+        cx.want_cpus(self.runnable);
+        self.preempt_if_needed(cx);
+    }
+
+    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
+        if self.children[child].state != State::Idle {
+            self.forget_runnable(child);
+            cx.want_cpus(self.runnable);
+        }
+    }
+
+    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
+        self.stop(vp);
+        let Some((key, child)) = self.queue.pop_first() else {
+            return Dispatch::Release;
+        };
+        self.children[child].state = State::Running(vp);
+        self.running.place(vp, child, key, ());
+        self.preempt_if_needed(cx);
+        Dispatch::Run {
+            child,
+            until: Instant::NEVER,
+        }
+    }
+
+    fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
+        self.stop(vp);
+        self.preempt_if_needed(cx);
+    }
+
+    fn check_invariants(&self) -> Result<(), String> {
+        for (key, &child) in &self.queue {
+            match self.children.get(child) {
+                Some(c) if c.state == State::Waiting && c.key() == *key => {}
+                other => {
+                    return Err(format!(
+                        "queue entry {key:?} -> {child} does not match {other:?}"
+                    ))
+                }
+            }
+        }
+        let (mut waiting, mut runnable) = (0, 0);
+        for (child, c) in self.children.iter() {
+            if c.rank.is_zero() {
+                return Err(format!("{child} ranks with a zero period"));
+            }
+            match c.state {
+                State::Idle => {}
+                State::Waiting => {
+                    waiting += 1;
+                    runnable += 1;
+                    if self.queue.get(&c.key()) != Some(&child) {
+                        return Err(format!("{child} waits but is not queued"));
+                    }
+                }
+                State::Running(vp) => {
+                    runnable += 1;
+                    match self.running.get(vp) {
+                        Some(run) if run.child() == child && run.rank() == c.key() => {}
+                        other => {
+                            return Err(format!(
+                                "{child} runs on {vp} with key {:?} but {vp} holds {other:?}",
+                                c.key()
+                            ))
+                        }
+                    }
+                }
+            }
+        }
+        for (vp, run) in self.running.iter() {
+            if self.children.get(run.child()).map(|c| c.state) != Some(State::Running(vp)) {
+                return Err(format!(
+                    "{vp} runs {}, which is not running there",
+                    run.child()
+                ));
+            }
+        }
+        if waiting != self.queue.len() || runnable != self.runnable {
+            return Err(format!(
+                "queue holds {} / count says {} runnable; states say {waiting} waiting / {runnable} runnable",
+                self.queue.len(),
+                self.runnable
+            ));
+        }
+        self.running.check_invariants()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testkit::{strategy, Harness, Parent};
+    use hsched_core::Effect;
+    use proptest::prelude::*;
+
+    fn period(ms: u64) -> Params {
+        Params::new().with("period", Value::Duration(Duration::from_millis(ms)))
+    }
+
+    fn harness(vps: u32, parent: Parent) -> Harness<RateMonotonic> {
+        Harness::new(Box::new(RateMonotonic::new()), vps, parent)
+    }
+
+    #[test]
+    fn shorter_period_runs_first_and_preempts() {
+        let mut h = harness(1, Parent::Root);
+        let none = h.register(&Params::new()).unwrap();
+        let slow = h.register(&period(100)).unwrap();
+        let fast = h.register(&period(10)).unwrap();
+        h.wake(none);
+        h.take_effects();
+        h.wake(slow);
+        assert!(h.take_effects().contains(&Effect::Revoke(none)));
+        assert_eq!(h.running_on(ParentVp(0)), Some(slow));
+        h.wake(fast);
+        assert_eq!(h.running_on(ParentVp(0)), Some(fast));
+        h.block(fast);
+        assert_eq!(h.running_on(ParentVp(0)), Some(slow));
+        h.block(slow);
+        assert_eq!(h.running_on(ParentVp(0)), Some(none));
+    }
+
+    #[test]
+    fn equal_periods_run_in_activation_order_and_a_preempted_child_keeps_its_place() {
+        let mut h = harness(1, Parent::Root);
+        let a = h.register(&period(20)).unwrap();
+        let b = h.register(&period(20)).unwrap();
+        let top = h.register(&period(5)).unwrap();
+        h.wake(a);
+        h.wake(b);
+        assert_eq!(h.running_on(ParentVp(0)), Some(a));
+        h.wake(top);
+        assert_eq!(h.running_on(ParentVp(0)), Some(top));
+        h.block(top);
+        assert_eq!(h.running_on(ParentVp(0)), Some(a), "a was ready first");
+        h.advance(Duration::from_secs(1));
+        assert_eq!(h.running_on(ParentVp(0)), Some(a), "no time slicing");
+    }
+
+    #[test]
+    fn registry_declares_period_and_wcet() {
+        let info = crate::find("rm").unwrap();
+        let names: Vec<&str> = (info.child_params)().iter().map(|s| s.name).collect();
+        assert_eq!(names, ["period", "wcet"]);
+        assert_eq!(crate::build("rm", &Params::new()).unwrap().policy(), "rm");
+    }
+
+    proptest! {
+        #[test]
+        fn random_protocol_runs_keep_the_rules(
+            vps in 1u32..4,
+            parent in strategy::parent(),
+            steps in proptest::collection::vec(strategy::step(), 1..150),
+        ) {
+            let mut h = harness(vps, parent);
+            let params = vec![period(10), period(10), period(3), Params::new(), period(50)];
+            for step in steps {
+                h.step(step, &params);
+                if parent == Parent::Manual {
+                    continue;
+                }
+                h.assert_work_conserving();
+                let worst_running = h.requesting().into_iter()
+                    .filter(|&c| h.where_runs(c).is_some())
+                    .map(|c| h.sched().rank_of(c).unwrap())
+                    .max();
+                let best_waiting = h.requesting().into_iter()
+                    .filter(|&c| h.where_runs(c).is_none())
+                    .map(|c| h.sched().rank_of(c).unwrap())
+                    .min();
+                if let (Some(run), Some(wait)) = (worst_running, best_waiting) {
+                    prop_assert!(wait >= run, "waiting period {:?} < running {:?} after {:?}", wait, run, step);
+                }
+            }
+        }
+    }
+}
