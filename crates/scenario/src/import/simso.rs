@@ -37,6 +37,7 @@
 //! scheduler overheads; migration overheads; values SimSo truncates to
 //! whole cycles.
 
+use super::{toml_duration, toml_string};
 use std::collections::BTreeSet;
 use std::fmt;
 
@@ -824,45 +825,16 @@ fn parse_decimal(text: &str, scale: i32) -> Result<(u128, bool), String> {
     Ok((value / pow, value % pow == 0))
 }
 
-/// A duration as scenario text: the largest unit that keeps it exact.
-fn duration(ns: u64) -> String {
-    match ns {
-        0 => "0ns".into(),
-        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
-        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
-        n => format!("{n}ns"),
-    }
-}
-
-/// A TOML basic string.
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            c if c.is_control() => out.push_str(&format!("\\u{:04X}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
 /// The run of one job: its WCET, or the ACET distribution capped at WCET.
 fn run_text(m: &Model, t: &Task) -> String {
     match m.run {
-        RunModel::Wcet => quote(&duration(t.wcet_ns)),
-        RunModel::Acet if t.stddev_ns == 0 => quote(&duration(t.acet_ns.min(t.wcet_ns))),
+        RunModel::Wcet => toml_duration(t.wcet_ns),
+        RunModel::Acet if t.stddev_ns == 0 => toml_duration(t.acet_ns.min(t.wcet_ns)),
         RunModel::Acet => format!(
             "{{ normal = {}, sd = {}, max = {} }}",
-            quote(&duration(t.acet_ns.min(t.wcet_ns))),
-            quote(&duration(t.stddev_ns)),
-            quote(&duration(t.wcet_ns))
+            toml_duration(t.acet_ns.min(t.wcet_ns)),
+            toml_duration(t.stddev_ns),
+            toml_duration(t.wcet_ns)
         ),
     }
 }
@@ -876,14 +848,14 @@ fn attach(m: &Model, t: &Task) -> String {
     match m.policy {
         "edf" => format!(
             "{{ period = {}, deadline = {}, wcet = {} }}",
-            quote(&duration(period)),
-            quote(&duration(t.deadline_ns)),
-            quote(&duration(t.wcet_ns))
+            toml_duration(period),
+            toml_duration(t.deadline_ns),
+            toml_duration(t.wcet_ns)
         ),
         "rm" => format!(
             "{{ period = {}, wcet = {} }}",
-            quote(&duration(period)),
-            quote(&duration(t.wcet_ns))
+            toml_duration(period),
+            toml_duration(t.wcet_ns)
         ),
         _ => format!("{{ prio = {} }}", t.priority),
     }
@@ -904,34 +876,30 @@ fn write(m: &Model, file_name: &str, notes: Vec<String>) -> Imported {
         .map(|s| s.to_string_lossy().into_owned())
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| "simso".into());
-    let _ = writeln!(s, "\nname = {}", quote(&stem));
+    let _ = writeln!(s, "\nname = {}", toml_string(&stem));
     let _ = writeln!(
         s,
         "description = {}",
-        quote(&format!(
+        toml_string(&format!(
             "SimSo configuration: {} task(s) under {} on {} CPU(s)",
             m.tasks.len(),
             m.class,
             m.cpus
         ))
     );
-    let _ = writeln!(s, "horizon = {}", quote(&duration(m.horizon_ns)));
+    let _ = writeln!(s, "horizon = {}", toml_duration(m.horizon_ns));
     let _ = writeln!(s, "seed = 0");
     let _ = writeln!(s, "\n[machine]\ncpus = {}", m.cpus);
     if m.context_switch_ns != 0 {
-        let _ = writeln!(
-            s,
-            "context_switch = {}",
-            quote(&duration(m.context_switch_ns))
-        );
+        let _ = writeln!(s, "context_switch = {}", toml_duration(m.context_switch_ns));
     }
     let _ = writeln!(
         s,
         "\n[[scheduler]]\nname = \"sched\"\npolicy = {}",
-        quote(m.policy)
+        toml_string(m.policy)
     );
     for t in &m.tasks {
-        let _ = writeln!(s, "\n[[thread]]\nname = {}", quote(&t.name));
+        let _ = writeln!(s, "\n[[thread]]\nname = {}", toml_string(&t.name));
         let _ = writeln!(s, "at = {}", attach(m, t));
         match &t.kind {
             TaskKind::Periodic {
@@ -941,9 +909,9 @@ fn write(m: &Model, file_name: &str, notes: Vec<String>) -> Imported {
                 let _ = writeln!(
                     s,
                     "program = [ {{ periodic = {{ period = {}, deadline = {}, offset = {}, run = {} }} }} ]",
-                    quote(&duration(*period_ns)),
-                    quote(&duration(t.deadline_ns)),
-                    quote(&duration(*offset_ns)),
+                    toml_duration(*period_ns),
+                    toml_duration(t.deadline_ns),
+                    toml_duration(*offset_ns),
                     run_text(m, t)
                 );
             }
@@ -951,11 +919,11 @@ fn write(m: &Model, file_name: &str, notes: Vec<String>) -> Imported {
                 let _ = writeln!(s, "program = [ {{ exit = true }} ]");
             }
             TaskKind::Sporadic { dates_ns } => {
-                let semaphore = quote(&format!("{}-release", t.name));
+                let semaphore = toml_string(&format!("{}-release", t.name));
                 let _ = writeln!(
                     s,
                     "program = [ {{ sporadic = {{ on = {semaphore}, deadline = {}, jobs = {}, run = {} }} }} ]",
-                    quote(&duration(t.deadline_ns)),
+                    toml_duration(t.deadline_ns),
                     dates_ns.len(),
                     run_text(m, t)
                 );
@@ -963,14 +931,14 @@ fn write(m: &Model, file_name: &str, notes: Vec<String>) -> Imported {
                 let _ = writeln!(
                     s,
                     "\n[[thread]]\nname = {}\nprogram = [",
-                    quote(&format!("{}-releases", t.name))
+                    toml_string(&format!("{}-releases", t.name))
                 );
                 let mut at = 0;
                 for &d in dates_ns {
                     let _ = writeln!(
                         s,
                         "  {{ sleep = {} }}, {{ signal = {semaphore} }},",
-                        quote(&duration(d - at))
+                        toml_duration(d - at)
                     );
                     at = d;
                 }
@@ -1000,13 +968,5 @@ mod tests {
         assert!(ms_text_to_ns("").is_err());
         assert!(ms_text_to_ns("1e400").unwrap_err().contains("too large"));
         assert!(ms_text_to_ns("99999999999999999999999").is_err());
-    }
-
-    #[test]
-    fn durations_are_written_in_the_largest_exact_unit() {
-        assert_eq!(duration(5_000_000), "5ms");
-        assert_eq!(duration(2_500_000), "2500us");
-        assert_eq!(duration(1), "1ns");
-        assert_eq!(quote("a\"b\\c\n"), "\"a\\\"b\\\\c\\n\"");
     }
 }
