@@ -64,7 +64,7 @@
 //! first wake-up under this scheduler: a thread moved in mid-job starts its
 //! grid there. Decisions cost O(log n).
 
-use crate::preempt::{Better, RunningSlots};
+use crate::preempt::{Better, Place, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Scheduler, Value,
@@ -140,13 +140,6 @@ fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
 /// Queue order: earliest absolute deadline, then activation order.
 type Key = (Instant, u64);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Idle,
-    Waiting,
-    Running(ParentVp),
-}
-
 /// A child's task parameters and where it is in its jobs.
 #[derive(Clone, Copy, Debug)]
 struct Child {
@@ -166,7 +159,7 @@ struct Child {
     used: Duration,
     /// Activation order of the current job (tie-break).
     seq: u64,
-    state: State,
+    state: Place,
 }
 
 impl Child {
@@ -251,7 +244,7 @@ impl Edf {
 
     fn enqueue(&mut self, child: ChildId) {
         let c = &mut self.children[child];
-        c.state = State::Waiting;
+        c.state = Place::Waiting;
         self.queue.insert(c.key(), child);
     }
 
@@ -262,7 +255,7 @@ impl Edf {
             return;
         };
         let child = run.child();
-        if self.children[child].state != State::Running(vp) {
+        if self.children[child].state != Place::Running(vp) {
             return;
         }
         self.complete_by_budget(child, now);
@@ -272,15 +265,15 @@ impl Edf {
     fn forget_runnable(&mut self, child: ChildId) {
         let c = self.children[child];
         match c.state {
-            State::Idle => return,
-            State::Waiting => {
+            Place::Idle => return,
+            Place::Waiting => {
                 self.queue.remove(&c.key());
             }
-            State::Running(vp) => {
+            Place::Running(vp) => {
                 self.running.clear(vp);
             }
         }
-        self.children[child].state = State::Idle;
+        self.children[child].state = Place::Idle;
         self.runnable -= 1;
     }
 
@@ -331,7 +324,7 @@ impl Scheduler for Edf {
                 deadline: Instant::ZERO.saturating_add(relative),
                 used: Duration::ZERO,
                 seq: 0,
-                state: State::Idle,
+                state: Place::Idle,
             },
         );
         Ok(())
@@ -341,7 +334,7 @@ impl Scheduler for Edf {
         let Some(c) = self.children.get(child) else {
             return;
         };
-        if c.state != State::Idle {
+        if c.state != Place::Idle {
             self.forget_runnable(child);
             cx.want_cpus(self.runnable);
         }
@@ -354,7 +347,7 @@ impl Scheduler for Edf {
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
         let now = cx.now();
         let c = self.children[child];
-        if c.state != State::Idle {
+        if c.state != Place::Idle {
             return;
         }
         match c.anchor {
@@ -381,7 +374,7 @@ impl Scheduler for Edf {
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if self.children[child].state != State::Idle {
+        if self.children[child].state != Place::Idle {
             self.forget_runnable(child);
             cx.want_cpus(self.runnable);
         }
@@ -404,7 +397,7 @@ impl Scheduler for Edf {
             break child;
         };
         let c = &mut self.children[child];
-        c.state = State::Running(vp);
+        c.state = Place::Running(vp);
         let key = c.key();
         let until = self.horizon(child, now);
         self.running.place(vp, child, key, ());
@@ -424,17 +417,6 @@ impl Scheduler for Edf {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        for (key, &child) in &self.queue {
-            match self.children.get(child) {
-                Some(c) if c.state == State::Waiting && c.key() == *key => {}
-                other => {
-                    return Err(format!(
-                        "queue entry {key:?} -> {child} does not match {other:?}"
-                    ))
-                }
-            }
-        }
-        let (mut waiting, mut runnable) = (0, 0);
         for (child, c) in self.children.iter() {
             if c.relative.is_zero() {
                 return Err(format!("{child} has a zero relative deadline"));
@@ -457,45 +439,10 @@ impl Scheduler for Edf {
                     c.seq
                 ));
             }
-            match c.state {
-                State::Idle => {}
-                State::Waiting => {
-                    waiting += 1;
-                    runnable += 1;
-                    if self.queue.get(&c.key()) != Some(&child) {
-                        return Err(format!("{child} waits but is not queued"));
-                    }
-                }
-                State::Running(vp) => {
-                    runnable += 1;
-                    match self.running.get(vp) {
-                        Some(run) if run.child() == child && run.rank() == c.key() => {}
-                        other => {
-                            return Err(format!(
-                                "{child} runs on {vp} with key {:?} but {vp} holds {other:?}",
-                                c.key()
-                            ))
-                        }
-                    }
-                }
-            }
         }
-        for (vp, run) in self.running.iter() {
-            if self.children.get(run.child()).map(|c| c.state) != Some(State::Running(vp)) {
-                return Err(format!(
-                    "{vp} runs {}, which is not running there",
-                    run.child()
-                ));
-            }
-        }
-        if waiting != self.queue.len() || runnable != self.runnable {
-            return Err(format!(
-                "queue holds {} / count says {} runnable; states say {waiting} waiting / {runnable} runnable",
-                self.queue.len(),
-                self.runnable
-            ));
-        }
-        self.running.check_invariants()
+        let places = self.children.iter().map(|(id, c)| (id, c.state, c.key()));
+        self.running
+            .check_with_queue(&self.queue, places, self.runnable)
     }
 }
 

@@ -35,7 +35,7 @@
 //! (response-time analysis would accept more). On several CPUs it is global
 //! RM, with its known analysis limits. Decisions cost O(log n).
 
-use crate::preempt::{Better, RunningSlots};
+use crate::preempt::{Better, Place, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Scheduler, Value,
@@ -91,20 +91,13 @@ fn build(_params: &Params) -> Result<Box<dyn Scheduler>, String> {
 /// Queue order: shortest period (no period last), then activation order.
 type Key = (Duration, u64);
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Idle,
-    Waiting,
-    Running(ParentVp),
-}
-
 #[derive(Clone, Copy, Debug)]
 struct Child {
     /// The rank: the period, or `Duration::MAX` for an aperiodic child.
     rank: Duration,
     /// Activation order of its last wake-up (tie-break).
     seq: u64,
-    state: State,
+    state: Place,
 }
 
 impl Child {
@@ -147,22 +140,22 @@ impl RateMonotonic {
 
     fn enqueue(&mut self, child: ChildId) {
         let c = &mut self.children[child];
-        c.state = State::Waiting;
+        c.state = Place::Waiting;
         self.queue.insert(c.key(), child);
     }
 
     fn forget_runnable(&mut self, child: ChildId) {
         let c = self.children[child];
         match c.state {
-            State::Idle => return,
-            State::Waiting => {
+            Place::Idle => return,
+            Place::Waiting => {
                 self.queue.remove(&c.key());
             }
-            State::Running(vp) => {
+            Place::Running(vp) => {
                 self.running.clear(vp);
             }
         }
-        self.children[child].state = State::Idle;
+        self.children[child].state = Place::Idle;
         self.runnable -= 1;
     }
 
@@ -172,7 +165,7 @@ impl RateMonotonic {
         let Some(run) = self.running.clear(vp) else {
             return;
         };
-        if self.children[run.child()].state == State::Running(vp) {
+        if self.children[run.child()].state == Place::Running(vp) {
             self.enqueue(run.child());
         }
     }
@@ -200,7 +193,7 @@ impl Scheduler for RateMonotonic {
             Child {
                 rank,
                 seq: 0,
-                state: State::Idle,
+                state: Place::Idle,
             },
         );
         Ok(())
@@ -210,7 +203,7 @@ impl Scheduler for RateMonotonic {
         let Some(c) = self.children.get(child) else {
             return;
         };
-        if c.state != State::Idle {
+        if c.state != Place::Idle {
             self.forget_runnable(child);
             cx.want_cpus(self.runnable);
         }
@@ -218,7 +211,7 @@ impl Scheduler for RateMonotonic {
     }
 
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        if self.children[child].state != State::Idle {
+        if self.children[child].state != Place::Idle {
             return;
         }
         self.children[child].seq = self.next_seq;
@@ -230,7 +223,7 @@ impl Scheduler for RateMonotonic {
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if self.children[child].state != State::Idle {
+        if self.children[child].state != Place::Idle {
             self.forget_runnable(child);
             cx.want_cpus(self.runnable);
         }
@@ -241,7 +234,7 @@ impl Scheduler for RateMonotonic {
         let Some((key, child)) = self.queue.pop_first() else {
             return Dispatch::Release;
         };
-        self.children[child].state = State::Running(vp);
+        self.children[child].state = Place::Running(vp);
         self.running.place(vp, child, key, ());
         self.preempt_if_needed(cx);
         Dispatch::Run {
@@ -256,60 +249,12 @@ impl Scheduler for RateMonotonic {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        for (key, &child) in &self.queue {
-            match self.children.get(child) {
-                Some(c) if c.state == State::Waiting && c.key() == *key => {}
-                other => {
-                    return Err(format!(
-                        "queue entry {key:?} -> {child} does not match {other:?}"
-                    ))
-                }
-            }
+        if let Some((child, _)) = self.children.iter().find(|(_, c)| c.rank.is_zero()) {
+            return Err(format!("{child} ranks with a zero period"));
         }
-        let (mut waiting, mut runnable) = (0, 0);
-        for (child, c) in self.children.iter() {
-            if c.rank.is_zero() {
-                return Err(format!("{child} ranks with a zero period"));
-            }
-            match c.state {
-                State::Idle => {}
-                State::Waiting => {
-                    waiting += 1;
-                    runnable += 1;
-                    if self.queue.get(&c.key()) != Some(&child) {
-                        return Err(format!("{child} waits but is not queued"));
-                    }
-                }
-                State::Running(vp) => {
-                    runnable += 1;
-                    match self.running.get(vp) {
-                        Some(run) if run.child() == child && run.rank() == c.key() => {}
-                        other => {
-                            return Err(format!(
-                                "{child} runs on {vp} with key {:?} but {vp} holds {other:?}",
-                                c.key()
-                            ))
-                        }
-                    }
-                }
-            }
-        }
-        for (vp, run) in self.running.iter() {
-            if self.children.get(run.child()).map(|c| c.state) != Some(State::Running(vp)) {
-                return Err(format!(
-                    "{vp} runs {}, which is not running there",
-                    run.child()
-                ));
-            }
-        }
-        if waiting != self.queue.len() || runnable != self.runnable {
-            return Err(format!(
-                "queue holds {} / count says {} runnable; states say {waiting} waiting / {runnable} runnable",
-                self.queue.len(),
-                self.runnable
-            ));
-        }
-        self.running.check_invariants()
+        let places = self.children.iter().map(|(id, c)| (id, c.state, c.key()));
+        self.running
+            .check_with_queue(&self.queue, places, self.runnable)
     }
 }
 
