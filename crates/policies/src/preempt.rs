@@ -1,5 +1,5 @@
 //! Preemption on several CPUs, shared by the policies that keep "the best
-//! runnable children on the CPUs I hold" (`fp`, `sfq`, `dbs`, `res`, `ts`).
+//! runnable children on the CPUs I hold" (`fp`, `sfq`, `dbs`, `res`, `ts`, `edf`, `rm`).
 //!
 //! [`RunningSlots`] is the bookkeeping they share: what runs on each VP the
 //! scheduler holds, the running children that may be preempted ordered by
