@@ -290,17 +290,36 @@ impl Python {
     }
 }
 
-/// SimSo under `site` (a directory of its own), installed from PyPI with
-/// pip if it is not there yet. Errors say why (no python3, no pip, PyPI
-/// unreachable) so that a caller can skip with the reason.
-pub fn ensure_simso(site: &Path) -> Result<Python, String> {
+/// SimSo already installed under `site`, installing nothing; the error
+/// says how to install it.
+pub fn find_simso(site: &Path) -> Result<Python, String> {
     let python = Python {
         program: PathBuf::from("python3"),
         site: site.to_path_buf(),
     };
     if python.has_simso() {
+        Ok(python)
+    } else {
+        Err(format!(
+            "python3 does not import SimSo from {} \
+             (python3 -m pip install --target {} simso=={SIMSO_VERSION})",
+            site.display(),
+            site.display()
+        ))
+    }
+}
+
+/// SimSo under `site` (a directory of its own), installed from PyPI with
+/// pip if it is not there yet (`hsched bench --simso`). Errors say why (no
+/// python3, no pip, PyPI unreachable).
+pub fn ensure_simso(site: &Path) -> Result<Python, String> {
+    if let Ok(python) = find_simso(site) {
         return Ok(python);
     }
+    let python = Python {
+        program: PathBuf::from("python3"),
+        site: site.to_path_buf(),
+    };
     std::fs::create_dir_all(site).map_err(|e| format!("cannot create {}: {e}", site.display()))?;
     let out = Command::new("python3")
         .args([

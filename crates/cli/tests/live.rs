@@ -15,14 +15,9 @@ use hsched_live::sys::{self, SCHED_OTHER};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn privileged() -> bool {
-    match sys::realtime_allowed() {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("skipped: cannot set SCHED_FIFO here ({e}); run as root");
-            false
-        }
-    }
+/// Whether this process may set `SCHED_FIFO` (root), which `hsched live` needs.
+fn realtime() -> Result<(), String> {
+    sys::realtime_allowed().map_err(|e| format!("cannot set SCHED_FIFO here ({e}); run as root"))
 }
 
 /// One `hsched live` at a time: two agents would fight over the CPUs.
@@ -31,9 +26,7 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 #[test]
 fn the_live_example_shares_the_cpu_as_the_simulation_does() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let file = repo().join("scenarios/live/two-hogs-rr.toml");
     let file = file.to_str().unwrap();
     let out = hsched(&["live", file, "--horizon", "2s", "--json"]);
@@ -76,9 +69,7 @@ fn a_program_the_worker_cannot_run_is_refused_with_exit_2() {
 #[test]
 fn the_desktop_example_runs_on_workers_as_it_simulates() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     // Periodic video and audio, an interactive editor and three compiles,
     // every one a worker executing its program.
     let (trace, jobs) = (tmp("live", "trace.json"), tmp("live", "jobs.csv"));
@@ -183,9 +174,7 @@ fn children(pid: u32) -> Vec<i32> {
 #[test]
 fn a_sigkilled_agent_leaves_no_thread_raised_or_stopped() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let file = tmp("live", "long.toml");
     std::fs::write(
         &file,
@@ -256,9 +245,7 @@ policy = "fp"
 #[test]
 fn an_ejected_policy_hands_its_threads_back_to_linux() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let file = tmp("live", "starving.toml");
     std::fs::write(
         &file,
@@ -329,9 +316,7 @@ parent = "root"
 #[test]
 fn an_attached_process_is_scheduled_then_given_back_running() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let mut existing = Command::new("sh")
         .args(["-c", "while :; do :; done"])
         .spawn()
@@ -393,9 +378,7 @@ fn bad_attachments_are_refused_with_exit_2() {
 fn ctl_changes_a_live_run_and_bad_requests_change_nothing() {
     use std::io::{BufRead, BufReader, Write};
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let socket = tmp("live", "ctl.sock");
     let socket = socket.to_str().unwrap();
     let scenario = tmp("live", "ctl.toml");
@@ -531,9 +514,7 @@ command = ["{exe}", "ctl", "--socket", "{socket}", "msg", "--thread", "hog", "--
 #[test]
 fn the_processes_a_command_starts_are_managed_with_it() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let file = tmp("live", "family.toml");
     std::fs::write(
         &file,
@@ -582,9 +563,7 @@ command = ["sh", "-c", "while :; do :; done"]
 #[test]
 fn rtwake_wakes_the_worker_never_early() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let file = repo().join("scenarios/live/vassal-table2.toml");
     let csv = tmp("live", "rtwake-jobs.csv");
     let out = hsched(&[
@@ -623,9 +602,7 @@ fn rtwake_wakes_the_worker_never_early() {
 #[test]
 fn speculative_wakeups_follow_the_hierarchy() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let file = tmp("live", "speculate.toml");
     std::fs::write(
         &file,

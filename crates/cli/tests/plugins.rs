@@ -103,10 +103,11 @@ fn the_shipped_example_scenario_runs_with_its_plugins_key() {
 /// `edf` at run time, the workers join it by message, and it is unloaded.
 #[test]
 fn the_shipped_example_scenario_runs_live() {
-    if let Err(e) = hsched_live::sys::realtime_allowed() {
-        eprintln!("skipped: cannot set SCHED_FIFO here ({e}); run as root");
-        return;
-    }
+    hsched_testkit::require!(
+        "root",
+        hsched_live::sys::realtime_allowed()
+            .map_err(|e| format!("cannot set SCHED_FIFO here ({e}); run as root"))
+    );
     let scn = example_scenario("edf-live.toml", &lib("example-edf"));
     let out = hsched(&["live", &scn.display().to_string()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -126,10 +127,11 @@ fn the_shipped_example_scenario_runs_live() {
 /// again is refused, naming the policy it already has.
 #[test]
 fn ctl_loads_a_plugin_into_a_live_run() {
-    if let Err(e) = hsched_live::sys::realtime_allowed() {
-        eprintln!("skipped: cannot set SCHED_FIFO here ({e}); run as root");
-        return;
-    }
+    hsched_testkit::require!(
+        "root",
+        hsched_live::sys::realtime_allowed()
+            .map_err(|e| format!("cannot set SCHED_FIFO here ({e}); run as root"))
+    );
     let edf = lib("example-edf");
     let dir = Path::new(&edf).parent().unwrap().to_path_buf();
     let scn = dir.join("ctl-plugin.toml");

@@ -2,10 +2,9 @@
 //! Debian's chromium: the page loads without a script error and a
 //! screenshot shows the timeline drawn.
 //!
-//! Chromium is installed with `apt-get install -y chromium` when it is
-//! missing and the test runs as root (as CI does); otherwise the test is
-//! skipped with a printed reason. `HSCHED_CHROMIUM` names another browser
-//! binary to use.
+//! The test installs nothing: `.ci/run` installs chromium (see
+//! `hsched-testkit` for what happens when it is missing).
+//! `HSCHED_CHROMIUM` names another browser binary to use.
 
 mod common;
 
@@ -24,45 +23,12 @@ const PALETTE: [[u8; 3]; 6] = [
     [0xed, 0xc9, 0x48],
 ];
 
-fn on_path(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|d| d.join(name))
-        .find(|p| p.is_file())
-}
-
-/// The browser to test with, installing Debian's chromium if need be.
+/// The browser to test with.
 fn chromium() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os("HSCHED_CHROMIUM") {
-        return Ok(PathBuf::from(path));
+    match std::env::var_os("HSCHED_CHROMIUM") {
+        Some(path) => Ok(PathBuf::from(path)),
+        None => hsched_testkit::program("chromium"),
     }
-    if let Some(path) = on_path("chromium") {
-        return Ok(path);
-    }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return Err(
-            "chromium is not installed and this test is not root to install it \
-                    (apt-get install chromium, or set HSCHED_CHROMIUM)"
-                .into(),
-        );
-    }
-    let apt = |args: &[&str]| {
-        Command::new("apt-get")
-            .args(args)
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .output()
-            .map(|o| o.status.success())
-            .unwrap_or(false)
-    };
-    eprintln!("installing chromium with apt-get (once per machine)");
-    // Without a package list (a fresh machine), update it and try again.
-    let installed = apt(&["install", "-y", "-qq", "chromium"])
-        || (apt(&["update", "-qq"]) && apt(&["install", "-y", "-qq", "chromium"]));
-    if !installed {
-        return Err("apt-get install chromium failed".into());
-    }
-    on_path("chromium").ok_or_else(|| "chromium installed but not on PATH".into())
 }
 
 fn run_browser(browser: &Path, profile: &Path, args: &[&str], page: &str) -> Output {
@@ -97,13 +63,7 @@ fn attribute<'a>(dom: &'a str, attr: &str) -> Option<&'a str> {
 
 #[test]
 fn the_report_loads_in_chromium_and_shows_the_timeline() {
-    let browser = match chromium() {
-        Ok(b) => b,
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            return;
-        }
-    };
+    let browser = hsched_testkit::require!("chromium", chromium());
     let report = tmp("browser", "desktop.html");
     let out = hsched(&[
         "sim",

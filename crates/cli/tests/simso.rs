@@ -7,8 +7,9 @@
 //! (EDF ties, events on the horizon) are described in
 //! `hsched_cli::simso`.
 //!
-//! SimSo goes to `target/simso-py` (pip --target), reused when present;
-//! without python3, pip or PyPI the test prints why and skips.
+//! SimSo is looked for in `target/simso-py`, where `.ci/run` installs it
+//! (pip --target); this test installs nothing (see `hsched-testkit` for
+//! what happens when it is missing).
 
 use hsched_cli::simso::{self, cross_check_sets};
 use std::path::PathBuf;
@@ -22,13 +23,7 @@ fn site() -> PathBuf {
 
 #[test]
 fn hsched_and_simso_agree_on_every_job_under_edf_and_rm() {
-    let python = match simso::ensure_simso(&site()) {
-        Ok(p) => p,
-        Err(why) => {
-            println!("SKIPPED: SimSo is not available: {why}");
-            return;
-        }
-    };
+    let python = hsched_testkit::require!("SimSo", simso::find_simso(&site()));
     let sets = cross_check_sets();
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("simso-cross-check");
     let xml = simso::write_sets(&dir, &sets).unwrap();

@@ -33,14 +33,9 @@ fn cpu_time(pid: i32) -> Duration {
     process_cpu_time(pid).unwrap()
 }
 
-fn privileged() -> bool {
-    match sys::realtime_allowed() {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("skipped: cannot set SCHED_FIFO here ({e}); run as root");
-            false
-        }
-    }
+/// Whether this process may set `SCHED_FIFO` (root), which the agent needs.
+fn realtime() -> Result<(), String> {
+    sys::realtime_allowed().map_err(|e| format!("cannot set SCHED_FIFO here ({e}); run as root"))
 }
 
 /// What a run of the agent measured.
@@ -80,9 +75,7 @@ fn measure(policy: &str, params: Params, attach: [Params; 2], hard: bool) -> Opt
     // One agent at a time: two would fight over the same CPU.
     static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    if !privileged() {
-        return None;
-    }
+    hsched_testkit::require("root", realtime())?;
     let cpu = std::thread::available_parallelism().map_or(1, |n| n.get()) - 1;
     let mut procs = [busy(), busy()];
     let pids = [procs[0].id() as i32, procs[1].id() as i32];

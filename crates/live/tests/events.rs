@@ -92,14 +92,12 @@ fn blocks_and_wakeups_on(cpu: usize) {
         std::thread::yield_now();
     }
     let me = tid.load(Ordering::SeqCst);
-    let mut events = match SchedEvents::open(&[me]) {
-        Ok(e) => e,
-        Err(e) => {
-            eprintln!("skipped: cannot record sched events ({e}); run as root");
-            let _ = go_tx.send(());
-            sleeper.join().unwrap();
-            return;
-        }
+    let opened = SchedEvents::open(&[me])
+        .map_err(|e| format!("cannot record sched events ({e}); run as root"));
+    let Some(mut events) = hsched_testkit::require("tracefs (root)", opened) else {
+        let _ = go_tx.send(());
+        sleeper.join().unwrap();
+        return;
     };
     go_tx.send(()).unwrap();
     let (mut blocks, mut wakeups) = (0, 0);
@@ -164,13 +162,11 @@ fn a_sleeping_thread_s_blocks_and_wakeups_arrive_on_every_cpu() {
 fn the_private_instance_is_removed_with_the_reader() {
     // SAFETY: gettid has no arguments.
     let me = unsafe { libc::gettid() };
-    match SchedEvents::open(&[me]) {
-        Ok(events) => {
-            let dir = events.instance().to_path_buf();
-            assert!(dir.is_dir());
-            drop(events);
-            assert!(!dir.exists(), "{} left behind", dir.display());
-        }
-        Err(e) => eprintln!("skipped: cannot record sched events ({e}); run as root"),
-    }
+    let opened = SchedEvents::open(&[me])
+        .map_err(|e| format!("cannot record sched events ({e}); run as root"));
+    let events = hsched_testkit::require!("tracefs (root)", opened);
+    let dir = events.instance().to_path_buf();
+    assert!(dir.is_dir());
+    drop(events);
+    assert!(!dir.exists(), "{} left behind", dir.display());
 }

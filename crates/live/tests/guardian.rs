@@ -21,19 +21,13 @@ fn victim() -> Child {
     Command::new("sleep").arg("60").spawn().unwrap()
 }
 
-/// Whether this process may set real-time policies; prints why not.
-fn privileged() -> bool {
+/// Whether this process may set real-time policies on another (root).
+fn realtime() -> Result<(), String> {
     let mut probe = victim();
     let ok = sys::set_attr(probe.id() as i32, &SchedAttr::fifo(1));
     let _ = probe.kill();
     let _ = probe.wait();
-    match ok {
-        Ok(()) => true,
-        Err(e) => {
-            eprintln!("skipped: cannot set SCHED_FIFO here ({e}); run as root");
-            false
-        }
-    }
+    ok.map_err(|e| format!("cannot set SCHED_FIFO here ({e}); run as root"))
 }
 
 /// What the agent does to a process it parks hard: tell the guardian,
@@ -71,9 +65,7 @@ fn time_to_restore(pid: i32, original: &Original, limit: Duration) -> Option<Dur
 
 #[test]
 fn a_sigkilled_agent_s_threads_are_back_within_a_second() {
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let mut v = victim();
     let pid = v.id() as i32;
     let mut g = Guardian::spawn(guardian_exe(), &Watch::default()).unwrap();
@@ -103,9 +95,7 @@ fn a_sigkilled_agent_s_threads_are_back_within_a_second() {
 
 #[test]
 fn a_silent_agent_is_killed_and_its_threads_restored() {
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let mut v = victim();
     let pid = v.id() as i32;
     // The "agent" hangs: alive, holding nothing, sending no beat.
@@ -144,9 +134,7 @@ fn a_silent_agent_is_killed_and_its_threads_restored() {
 
 #[test]
 fn a_released_thread_is_left_as_the_agent_set_it() {
-    if !privileged() {
-        return;
-    }
+    hsched_testkit::require!("root", realtime());
     let mut kept = victim();
     let mut given_back = victim();
     let mut g = Guardian::spawn(guardian_exe(), &Watch::default()).unwrap();

@@ -16,11 +16,10 @@ const FIXTURES: &str = concat!(
 /// Every `.json` under the fixtures folder, sorted; `None` (with the reason
 /// printed) when the folder is not there.
 fn fixtures() -> Option<Vec<PathBuf>> {
-    let dir = Path::new(FIXTURES);
-    if !dir.is_dir() {
-        println!("skipped: the shared rt-app fixtures are not at {FIXTURES} (they live beside the project, not in it)");
-        return None;
-    }
+    let dir = hsched_testkit::require(
+        "the shared rt-app fixtures (beside the project, in shared/fixtures/rt-app)",
+        hsched_testkit::directory(FIXTURES),
+    )?;
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -482,11 +481,11 @@ fn errors_name_the_file_line_column_and_what_was_expected() {
 
 /// Runs an imported fixture for `horizon`; `None` when the fixtures are absent.
 fn run_fixture(rel: &str, horizon: Duration) -> Option<hsched_model::RunResult> {
+    hsched_testkit::require(
+        "the shared rt-app fixtures (beside the project, in shared/fixtures/rt-app)",
+        hsched_testkit::directory(FIXTURES),
+    )?;
     let path = Path::new(FIXTURES).join(rel);
-    if !path.is_file() {
-        println!("skipped: {} is not there", path.display());
-        return None;
-    }
     let text = std::fs::read_to_string(&path).unwrap();
     let imported = import(&text, rel, &Options::default()).unwrap();
     let scn = hsched_scenario::parse(&imported.toml, rel).unwrap();

@@ -1,0 +1,152 @@
+//! `cargo xtask test [ARGS]`: the project's test command.
+//!
+//! Runs `cargo test --workspace --locked --no-fail-fast [ARGS]` (every
+//! test binary, also after one fails), passing its output through as it
+//! comes, then prints the tests that were skipped and why (each test that
+//! lacked a requirement left a line in the skip log: see the
+//! `hsched-testkit` crate) and closes, whatever happened, with the plain
+//! line `tests: N passed, N failed, N skipped`. A skipped test reports `ok`
+//! to libtest; it is counted as skipped here, not as passed.
+//!
+//! Exits 0 only when cargo did and nothing failed.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("test") => test(&args[1..]),
+        _ => {
+            eprintln!("usage: cargo xtask test [ARGS for cargo test]");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Totals over every `test result:` line.
+#[derive(Debug, Default, PartialEq)]
+struct Counts {
+    passed: u64,
+    failed: u64,
+    ignored: u64,
+}
+
+impl Counts {
+    /// Adds a libtest summary line such as
+    /// `test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s`.
+    fn add_line(&mut self, line: &str) {
+        let Some(rest) = line.trim_start().strip_prefix("test result:") else {
+            return;
+        };
+        for part in rest.split(';') {
+            let mut words = part.split_whitespace().rev();
+            let (Some(what), Some(n)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Ok(n) = n.parse::<u64>() else { continue };
+            match what {
+                "passed" => self.passed += n,
+                "failed" => self.failed += n,
+                "ignored" => self.ignored += n,
+                _ => {}
+            }
+        }
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn test(extra: &[String]) -> ExitCode {
+    let root = workspace_root();
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target"));
+    let _ = std::fs::create_dir_all(&target);
+    let skip_log = target.join("test-skips.log");
+    let _ = std::fs::remove_file(&skip_log);
+
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let child = Command::new(cargo)
+        .current_dir(&root)
+        .args(["test", "--workspace", "--locked", "--no-fail-fast"])
+        .args(extra)
+        .env(hsched_testkit::SKIP_LOG, &skip_log)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn();
+    let mut child = match child {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("cannot run cargo: {e}");
+            println!("tests: 0 passed, 0 failed");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut counts = Counts::default();
+    let stdout = child.stdout.take().expect("piped");
+    let mut out = std::io::stdout().lock();
+    for line in BufReader::new(stdout).lines() {
+        let Ok(line) = line else { break };
+        counts.add_line(&line);
+        let _ = writeln!(out, "{line}");
+    }
+    drop(out);
+    let cargo_ok = child.wait().map(|s| s.success()).unwrap_or(false);
+
+    let skips = std::fs::read_to_string(&skip_log).unwrap_or_default();
+    let skipped: Vec<&str> = skips.lines().filter(|l| !l.is_empty()).collect();
+    println!();
+    if !skipped.is_empty() {
+        println!("skipped, a requirement missing (CI=true makes each a failure):");
+        for line in &skipped {
+            let (test, why) = line.split_once('\t').unwrap_or((line, ""));
+            println!("  {test}: {why}");
+        }
+    }
+    if counts.ignored > 0 {
+        println!("{} tests are #[ignore]d", counts.ignored);
+    }
+    if !cargo_ok && counts.failed == 0 {
+        // A binary that did not build or crashed has no result line.
+        println!("cargo test failed without a failing test (see above): counted as one failure");
+        counts.failed = 1;
+    }
+    let skipped = skipped.len() as u64 + counts.ignored;
+    // A skipped test returned early and libtest counted it as passed.
+    let passed = counts.passed.saturating_sub(skipped - counts.ignored);
+    println!(
+        "tests: {passed} passed, {} failed, {skipped} skipped",
+        counts.failed
+    );
+    if cargo_ok && counts.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn result_lines_are_added_up_and_other_lines_ignored() {
+        let mut c = Counts::default();
+        c.add_line("test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s");
+        c.add_line("test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; 0 filtered out; finished in 1.5s");
+        c.add_line("test a_test_named_test_result ... ok");
+        c.add_line("running 5 tests");
+        assert_eq!(
+            c,
+            Counts {
+                passed: 15,
+                failed: 2,
+                ignored: 1
+            }
+        );
+    }
+}
