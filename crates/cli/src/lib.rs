@@ -175,6 +175,12 @@ struct LiveArgs {
     /// with `--park hard`.
     #[arg(long)]
     speculate: bool,
+    /// Leave Linux's autogroup on. By default it is turned off for the run
+    /// (and back on at the end): with it on, Linux shares a CPU between
+    /// sessions before nice values count, so work started from another
+    /// terminal takes half of a managed thread's CPU.
+    #[arg(long)]
+    keep_autogroup: bool,
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
     plugins: Vec<PathBuf>,
@@ -499,6 +505,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         })),
         agent_cpu: args.agent_cpu,
         speculate: args.speculate,
+        keep_autogroup: args.keep_autogroup,
         policies: plugins.infos(),
     };
     let mut result = hsched_live::run::run(&scn, &opts)

@@ -23,10 +23,63 @@ fn realtime() -> Result<(), String> {
 /// One `hsched live` at a time: two agents would fight over the CPUs.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// Busy loops hsched does not manage (stress-ng), in a session of their
+/// own as work started from another terminal is; killed when dropped.
+struct UnmanagedHogs(std::process::Child);
+
+impl UnmanagedHogs {
+    fn start(n: usize) -> Result<UnmanagedHogs, String> {
+        use std::os::unix::process::CommandExt;
+        let stress = hsched_testkit::program("stress-ng")?;
+        let mut cmd = Command::new(stress);
+        cmd.args(["--cpu", &n.to_string(), "--timeout", "60s", "--quiet"])
+            .stdout(Stdio::null());
+        // SAFETY: setsid is async-signal-safe and touches nothing shared.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::setsid();
+                Ok(())
+            });
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| format!("starting stress-ng: {e}"))?;
+        // Until its workers run.
+        std::thread::sleep(Duration::from_millis(300));
+        Ok(UnmanagedHogs(child))
+    }
+}
+
+impl Drop for UnmanagedHogs {
+    fn drop(&mut self) {
+        // The session's group: stress-ng and its workers.
+        let _ = sys::signal(-(self.0.id() as i32), libc::SIGKILL);
+        let _ = self.0.wait();
+    }
+}
+
+/// Each thread's share of what the managed threads received together.
+fn shares_of_total(result: &serde_json::Value) -> Vec<f64> {
+    let shares: Vec<f64> = result["threads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["share"].as_f64().unwrap())
+        .collect();
+    let total: f64 = shares.iter().sum();
+    shares.iter().map(|s| s / total).collect()
+}
+
+/// Two rr hogs beside two busy loops hsched does not manage, started from
+/// another session. Shares are what the kernel's switch records say each
+/// thread received, taken as a part of what the managed threads received
+/// together in the same run (the baseline: the CPU left to them by the
+/// unmanaged loops), and compared with the simulation's.
 #[test]
 fn the_live_example_shares_the_cpu_as_the_simulation_does() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     hsched_testkit::require!("root", realtime());
+    let _hogs = hsched_testkit::require!("stress-ng", UnmanagedHogs::start(2));
     let file = repo().join("scenarios/live/two-hogs-rr.toml");
     let file = file.to_str().unwrap();
     let out = hsched(&["live", file, "--horizon", "2s", "--json"]);
@@ -34,18 +87,34 @@ fn the_live_example_shares_the_cpu_as_the_simulation_does() {
     let live: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let out = hsched(&["sim", file, "--horizon", "2s", "--json"]);
     let sim: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let managed: f64 = (0..2)
+        .map(|i| live["threads"][i]["share"].as_f64().unwrap())
+        .sum();
+    eprintln!("the managed threads received {managed:.3} of their CPU");
+    // A thread at nice -20 weighs 88761 against 1024 for a nice-0 loop:
+    // even 20 loops on its CPU would leave it 81%. Below that, Linux is
+    // not running what the hierarchy chose (as with autogroup on, where
+    // one loop of another session takes half).
+    assert!(managed >= 0.8, "the managed threads got {managed:.3}");
+    let (l, s) = (shares_of_total(&live), shares_of_total(&sim));
     for i in 0..2 {
-        let l = live["threads"][i]["share"].as_f64().unwrap();
-        let s = sim["threads"][i]["share"].as_f64().unwrap();
-        eprintln!("hog.{i}: live {l:.3}, sim {s:.3}");
+        eprintln!(
+            "hog.{i}: live {:.3}, sim {:.3} of the managed total",
+            l[i], s[i]
+        );
         // The issue's target: within 3 percentage points of the simulation.
-        assert!((l - s).abs() <= 0.03, "hog.{i}: live {l} against sim {s}");
+        assert!(
+            (l[i] - s[i]).abs() <= 0.03,
+            "hog.{i}: live {} against sim {}",
+            l[i],
+            s[i]
+        );
     }
     assert_eq!(live["global"]["platform"], "live");
-    assert_eq!(
-        live["log"],
-        serde_json::json!([]),
-        "every thread change took"
+    let log = live["log"].as_array().unwrap();
+    assert!(
+        log.iter().all(|e| e["kind"] == "platform"),
+        "every thread change took: {log:?}"
     );
 }
 
@@ -70,6 +139,8 @@ fn a_program_the_worker_cannot_run_is_refused_with_exit_2() {
 fn the_desktop_example_runs_on_workers_as_it_simulates() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     hsched_testkit::require!("root", realtime());
+    // Beside two busy loops of another session.
+    let _hogs = hsched_testkit::require!("stress-ng", UnmanagedHogs::start(2));
     // Periodic video and audio, an interactive editor and three compiles,
     // every one a worker executing its program.
     let (trace, jobs) = (tmp("live", "trace.json"), tmp("live", "jobs.csv"));
@@ -89,16 +160,34 @@ fn the_desktop_example_runs_on_workers_as_it_simulates() {
         .split("sim against live")
         .nth(1)
         .unwrap_or_else(|| panic!("no comparison in\n{stdout}"));
-    let mut rows = 0;
-    for line in table.lines().skip(2) {
-        let cells: Vec<&str> = line.split_whitespace().collect();
-        let diff: f64 = cells[3].parse().unwrap();
-        eprintln!("{line}");
+    // Name, sim share, live share (percent of the CPU), ...
+    let rows: Vec<(String, f64, f64)> = table
+        .lines()
+        .skip(2)
+        .map(|line| {
+            let cells: Vec<&str> = line.split_whitespace().collect();
+            let percent = |c: &str| c.trim_end_matches('%').parse::<f64>().unwrap();
+            (cells[0].to_string(), percent(cells[1]), percent(cells[2]))
+        })
+        .collect();
+    assert_eq!(rows.len(), 6, "{table}");
+    // Each thread's part of what the managed threads received together in
+    // the same run (the baseline: what other work on the machine left
+    // them), against the simulation's.
+    let sim_total: f64 = rows.iter().map(|r| r.1).sum();
+    let live_total: f64 = rows.iter().map(|r| r.2).sum();
+    eprintln!(
+        "the managed threads received {live_total:.1}% of the CPU (simulated: {sim_total:.1}%)"
+    );
+    for (name, sim, live) in &rows {
+        let (s, l) = (100.0 * sim / sim_total, 100.0 * live / live_total);
+        eprintln!("{name}: sim {s:.1}%, live {l:.1}% of the total");
         // The issue's target: within 3 percentage points of the simulation.
-        assert!(diff.abs() <= 3.0, "{line}");
-        rows += 1;
+        assert!(
+            (l - s).abs() <= 3.0,
+            "{name}: live {l:.1}% against sim {s:.1}%\n{table}"
+        );
     }
-    assert_eq!(rows, 6, "{table}");
     // Jobs came from the workers, with the simulation's release grid:
     // video's releases, 33 ms apart.
     let csv = std::fs::read_to_string(&jobs).unwrap();
@@ -191,6 +280,7 @@ policy = "fp"
         ),
     )
     .unwrap();
+    let autogroup = sys::autogroup().unwrap();
     // Hard parking: the low-priority process is stopped while the agent
     // lives; after the kill it must run again.
     let mut agent = Command::new(env!("CARGO_BIN_EXE_hsched"))
@@ -226,11 +316,13 @@ policy = "fp"
         sys::get_attr(p).is_ok_and(|a| a.policy == SCHED_OTHER && a.nice == 0)
             && sys::thread_state(p, p).is_ok_and(|s| s != 'T')
     };
-    while !hogs.iter().all(|&p| back(p)) && killed.elapsed() < Duration::from_secs(1) {
+    // And Linux's autogroup as it was (the agent turns it off).
+    let all_back = || hogs.iter().all(|&p| back(p)) && sys::autogroup().unwrap() == autogroup;
+    while !all_back() && killed.elapsed() < Duration::from_secs(1) {
         std::thread::sleep(Duration::from_millis(1));
     }
     let took = killed.elapsed();
-    let all_back = hogs.iter().all(|&p| back(p));
+    let all_back = all_back();
     for &p in &hogs {
         let _ = sys::signal(p, libc::SIGKILL);
     }
@@ -339,8 +431,9 @@ fn an_attached_process_is_scheduled_then_given_back_running() {
     let _ = existing.wait();
     assert!(out.status.success(), "{}", text(&out.stderr));
     let live: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let share = live["threads"][1]["share"].as_f64().unwrap();
-    // It shared the CPU with the started hog, as rr gives it.
+    let share = shares_of_total(&live)[1];
+    // It shared the CPU with the started hog, as rr gives it: half of what
+    // the two received together.
     assert!((share - 0.5).abs() <= 0.05, "attached hog got {share}");
     // Not ended at the horizon, and back at its own policy, running.
     assert!(
@@ -516,9 +609,12 @@ fn the_processes_a_command_starts_are_managed_with_it() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     hsched_testkit::require!("root", realtime());
     let file = tmp("live", "family.toml");
+    // Marks this test's loops apart from any other on the machine.
+    let mark = format!("hsched-family-{}", std::process::id());
     std::fs::write(
         &file,
-        r#"
+        format!(
+            r#"
 name = "family"
 horizon = "2s"
 [machine]
@@ -529,27 +625,26 @@ policy = "rr"
 quantum = "10ms"
 [[thread]]
 name = "pair"
-program = [ { run = "10s" } ]
-command = ["sh", "-c", "sh -c 'while :; do :; done' & sh -c 'while :; do :; done'; wait"]
+program = [ {{ run = "10s" }} ]
+command = ["sh", "-c", "sh -c 'while :; do :; done # {mark}' & sh -c 'while :; do :; done # {mark}'; wait"]
 [[thread]]
 name = "one"
-program = [ { run = "10s" } ]
-command = ["sh", "-c", "while :; do :; done"]
+program = [ {{ run = "10s" }} ]
+command = ["sh", "-c", "while :; do :; done # {mark}"]
 "#,
+        ),
     )
     .unwrap();
     let out = hsched(&["live", file.to_str().unwrap(), "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let pair = result["threads"][0]["share"].as_f64().unwrap();
-    let one = result["threads"][1]["share"].as_f64().unwrap();
+    // Parts of what the two families received together.
+    let parts = shares_of_total(&result);
+    let (pair, one) = (parts[0], parts[1]);
     eprintln!("pair {pair:.3}, one {one:.3}");
     assert!((pair - 2.0 / 3.0).abs() < 0.05, "pair {pair}, one {one}");
     assert!((one - 1.0 / 3.0).abs() < 0.05, "pair {pair}, one {one}");
-    let left = Command::new("pgrep")
-        .args(["-f", "while :; do :; done"])
-        .output()
-        .unwrap();
+    let left = Command::new("pgrep").args(["-f", &mark]).output().unwrap();
     assert!(
         text(&left.stdout).trim().is_empty(),
         "left running after the horizon: {}",
@@ -637,7 +732,12 @@ program = [ { loop = { body = [ { run = "1s" } ] } } ]
         .as_array()
         .unwrap()
         .iter()
-        .find(|e| e["kind"] == "platform")
+        .find(|e| {
+            e["kind"] == "platform"
+                && e["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("speculative wakeups"))
+        })
         .unwrap_or_else(|| panic!("no speculation line in {}", result["log"]))["text"]
         .as_str()
         .unwrap()

@@ -24,6 +24,7 @@
 //! | `stopped TGID` | the agent stopped process `TGID` (SIGSTOP) |
 //! | `resumed TGID` | the agent continued it |
 //! | `release TID` | the agent gave thread `TID` back itself |
+//! | `autogroup ON` | the agent changed Linux's autogroup switch; `ON` (0 or 1) is how it was |
 //! | `beat` | the agent is alive (only watched with a heartbeat timeout) |
 //!
 //! A line that does not parse is reported on stderr and ignored: the
@@ -85,6 +86,8 @@ pub enum Line {
     Stopped(i32),
     Resumed(i32),
     Release(i32),
+    /// Autogroup as it was before the agent changed it.
+    Autogroup(bool),
     Beat,
 }
 
@@ -112,6 +115,7 @@ impl fmt::Display for Line {
             Line::Stopped(p) => write!(f, "stopped {p}"),
             Line::Resumed(p) => write!(f, "resumed {p}"),
             Line::Release(t) => write!(f, "release {t}"),
+            Line::Autogroup(on) => write!(f, "autogroup {}", u8::from(*on)),
             Line::Beat => write!(f, "beat"),
         }
     }
@@ -181,9 +185,14 @@ pub fn parse(line: &str) -> Result<Line, String> {
         Some("stopped") => want(2).and_then(|_| id("process id").map(Line::Stopped)),
         Some("resumed") => want(2).and_then(|_| id("process id").map(Line::Resumed)),
         Some("release") => want(2).and_then(|_| id("thread id").map(Line::Release)),
+        Some("autogroup") => want(2).and_then(|_| match words[1] {
+            "0" => Ok(Line::Autogroup(false)),
+            "1" => Ok(Line::Autogroup(true)),
+            w => Err(format!("autogroup `{w}`: expected 0 or 1")),
+        }),
         Some("beat") => want(1).map(|_| Line::Beat),
         Some(other) => Err(format!(
-            "unknown command `{other}`: expected manage, stopped, resumed, release or beat"
+            "unknown command `{other}`: expected manage, stopped, resumed, release, autogroup or beat"
         )),
     }
 }
@@ -194,6 +203,8 @@ pub fn parse(line: &str) -> Result<Line, String> {
 pub struct Ledger {
     pub managed: BTreeMap<i32, Original>,
     pub stopped: BTreeSet<i32>,
+    /// Autogroup as it was, if the agent changed it.
+    pub autogroup: Option<bool>,
 }
 
 /// What a restoration did.
@@ -226,6 +237,9 @@ impl Ledger {
             Line::Release(t) => {
                 self.managed.remove(&t);
             }
+            Line::Autogroup(on) => {
+                self.autogroup.get_or_insert(on);
+            }
             Line::Beat => {}
         }
     }
@@ -254,6 +268,11 @@ impl Ledger {
                 Ok(()) => out.continued += 1,
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
                 Err(e) => out.failures.push(format!("process {p}: {e}")),
+            }
+        }
+        if let Some(on) = self.autogroup.take() {
+            if let Err(e) = sys::set_autogroup(on) {
+                out.failures.push(format!("autogroup: {e}"));
             }
         }
         out

@@ -52,6 +52,9 @@ pub struct LiveOptions {
     /// Speculative wakeups ([`Agent::speculate`]); the agent then runs off
     /// the managed CPUs unless `agent_cpu` says otherwise.
     pub speculate: bool,
+    /// Leave Linux's autogroup as it is (see [`Agent::autogroup_off`]):
+    /// the run then shares its CPUs with other sessions' work by session.
+    pub keep_autogroup: bool,
     /// Policies beyond the built-in ones (plugins'), by name for the
     /// scenario's schedulers and the script's and control's loads. Their
     /// libraries must stay loaded for the run.
@@ -160,6 +163,9 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     if let Some(path) = &opts.control {
         agent.listen(path)?;
     }
+    let autogroup_off = !opts.keep_autogroup && agent.autogroup_off()?;
+    // What the run notes about the platform, for the log.
+    let mut notes: Vec<hsched_model::LogEntry> = Vec::new();
     {
         let (disp, platform) = agent.dispatcher();
         for &p in &opts.policies {
@@ -222,6 +228,12 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                         (Some(child), pid)
                     }
                 };
+                if child.is_none() && autogroup_off {
+                    // Started before autogroup went off, it is still in
+                    // its session's group: take it out, as it were started
+                    // now.
+                    regroup_process(pid, &spec.name, agent.now(), &mut notes);
+                }
                 let id = agent.manage(pid, &spec.name, &spec.parent, &spec.params)?;
                 started.push(Started {
                     child,
@@ -263,6 +275,14 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             ),
         });
     }
+    log.append(&mut notes);
+    if autogroup_off {
+        log.push(hsched_model::LogEntry {
+            at: Instant::ZERO,
+            kind: hsched_model::LogKind::Platform,
+            text: "Linux's autogroup was off for the run (turned back on at the end; --keep-autogroup leaves it): with it on, other sessions' work takes a managed thread's CPU whatever its nice value".into(),
+        });
+    }
     let nodes = agent.node_results().to_vec();
     let schedulers: Vec<(String, Vec<hsched_model::Home>)> = started
         .iter()
@@ -292,6 +312,14 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             // not reused).
             let _ = crate::sys::kill_group(child.id() as i32);
             let _ = child.wait();
+        }
+    }
+    if autogroup_off {
+        // Autogroup is on again: attached processes back into their
+        // sessions' groups.
+        for s in started.iter().filter(|s| s.child.is_none()) {
+            let pid = attached(&scn.threads[s.index].name).expect("attached");
+            regroup_process(pid, &scn.threads[s.index].name, horizon, &mut notes);
         }
     }
     result?;
@@ -374,6 +402,19 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         trace,
         ..RunResult::default()
     })
+}
+
+/// Places every thread of process `pid` (thread `name`) afresh in Linux's
+/// task groups ([`crate::sys::regroup`]); what fails is noted.
+fn regroup_process(pid: i32, name: &str, at: Instant, notes: &mut Vec<hsched_model::LogEntry>) {
+    let tids = crate::sys::threads_of(pid).unwrap_or_default();
+    if let Some(e) = tids.iter().find_map(|&t| crate::sys::regroup(t).err()) {
+        notes.push(hsched_model::LogEntry {
+            at,
+            kind: hsched_model::LogKind::Platform,
+            text: format!("thread `{name}` (process {pid}): moving it between autogroups failed ({e}): while the run lasts, its session's other work shares its CPU"),
+        });
+    }
 }
 
 /// The timeline of a live run: the managed CPUs' segments, wakeups, job

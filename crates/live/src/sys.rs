@@ -239,6 +239,71 @@ pub fn lock_memory() -> io::Result<()> {
     check(unsafe { libc::mlockall(libc::MCL_CURRENT | libc::MCL_FUTURE) }.into())
 }
 
+/// Linux's autogroup switch (absent from kernels built without
+/// `CONFIG_SCHED_AUTOGROUP`).
+const AUTOGROUP: &str = "/proc/sys/kernel/sched_autogroup_enabled";
+
+/// Whether autogroup is on: `None` on a kernel without it.
+///
+/// With autogroup on, the fair class first shares a CPU between sessions
+/// (each terminal, each daemon) and only then, inside a session, by nice:
+/// a managed thread at nice -20 gets half a CPU against one busy loop
+/// started from another terminal, and nice means nothing across sessions.
+pub fn autogroup() -> io::Result<Option<bool>> {
+    match std::fs::read_to_string(AUTOGROUP) {
+        Ok(text) => Ok(Some(text.trim() != "0")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Turns autogroup on or off (root).
+pub fn set_autogroup(on: bool) -> io::Result<()> {
+    std::fs::write(AUTOGROUP, if on { "1" } else { "0" })
+}
+
+/// Moves thread `tid` through a temporary cgroup of the version-1 `cpu`
+/// controller and back to the root one, so that Linux places it afresh:
+/// in its session's autogroup if autogroup is on now, in the root task
+/// group if it is off. (Turning autogroup off moves nobody: a thread stays
+/// in the task group it was given when it started, until it is moved.)
+/// `Ok(false)` where there is nothing to do that way: no version-1 `cpu`
+/// controller (on a unified hierarchy the thread is in a cgroup of its
+/// own, where autogroup never applies) or the thread is not in its root.
+pub fn regroup(tid: i32) -> io::Result<bool> {
+    let Some(root) = cpu_controller_v1()? else {
+        return Ok(false);
+    };
+    let cgroups = std::fs::read_to_string(format!("/proc/{tid}/cgroup"))?;
+    let in_root = cgroups.lines().any(|l| {
+        let mut f = l.splitn(3, ':');
+        let (_, controllers, path) = (f.next(), f.next().unwrap_or(""), f.next().unwrap_or(""));
+        controllers.split(',').any(|c| c == "cpu") && path == "/"
+    });
+    if !in_root {
+        return Ok(false);
+    }
+    let through = root.join(format!("hsched-regroup-{}", std::process::id()));
+    match std::fs::create_dir(&through) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+        _ => {}
+    }
+    let moved = std::fs::write(through.join("tasks"), tid.to_string())
+        .and_then(|()| std::fs::write(root.join("tasks"), tid.to_string()));
+    let removed = std::fs::remove_dir(&through);
+    moved.and(removed).map(|()| true)
+}
+
+/// Where the version-1 `cpu` controller is mounted, if it is.
+fn cpu_controller_v1() -> io::Result<Option<std::path::PathBuf>> {
+    let mounts = std::fs::read_to_string("/proc/self/mounts")?;
+    Ok(mounts.lines().find_map(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        (f.len() >= 4 && f[2] == "cgroup" && f[3].split(',').any(|o| o == "cpu"))
+            .then(|| std::path::PathBuf::from(f[1]))
+    }))
+}
+
 /// Whether the calling thread may take a real-time policy (root, or
 /// CAP_SYS_NICE with an RT limit): it tries `SCHED_FIFO` 1 and puts its
 /// policy back. The error says why not.

@@ -143,6 +143,7 @@ fn run_live_with(
         ),
         agent_cpu: None,
         speculate: false,
+        keep_autogroup: false,
         policies: Vec::new(),
     };
     options(&mut opts);
@@ -744,7 +745,9 @@ fn speculation(result: &RunResult) -> Result<(u64, u64), String> {
     let text = result
         .log
         .iter()
-        .find(|e| e.kind == hsched_model::LogKind::Platform)
+        .find(|e| {
+            e.kind == hsched_model::LogKind::Platform && e.text.starts_with("speculative wakeups")
+        })
         .map(|e| e.text.as_str())
         .ok_or("the run logged no speculative wakeups")?;
     let numbers: Vec<u64> = text
