@@ -135,8 +135,8 @@ struct LiveArgs {
     /// Scenario file (TOML). A thread runs its `command`, or the process
     /// `--attach` names, or else hsched's worker executes its program.
     file: PathBuf,
-    /// Override the scenario's horizon (e.g. 10s, 500ms).
-    #[arg(long, value_parser = parse_duration)]
+    /// Override the scenario's horizon (e.g. 10s, 500ms; at most 1 day).
+    #[arg(long, value_parser = parse_horizon)]
     horizon: Option<Duration>,
     #[command(flatten)]
     out: Outputs,
@@ -241,8 +241,8 @@ struct SimArgs {
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
     plugins: Vec<PathBuf>,
-    /// Override the scenario's horizon (e.g. 10s, 500ms).
-    #[arg(long, value_parser = parse_duration)]
+    /// Override the scenario's horizon (e.g. 10s, 500ms; at most 1 day).
+    #[arg(long, value_parser = parse_horizon)]
     horizon: Option<Duration>,
     /// Override the scenario's seed.
     #[arg(long)]
@@ -262,6 +262,16 @@ fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::parse(s)
 }
 
+/// A `--horizon`: a duration, not zero and at most
+/// [`hsched_model::MAX_HORIZON`].
+fn parse_horizon(s: &str) -> Result<Duration, String> {
+    let horizon = Duration::parse(s)?;
+    match hsched_model::horizon_problem(horizon) {
+        Some(problem) => Err(problem),
+        None => Ok(horizon),
+    }
+}
+
 /// A failure of the command line: bad input (exit 2) or a failed run (exit 1).
 #[derive(Debug)]
 pub enum CliError {
@@ -274,6 +284,31 @@ impl fmt::Display for CliError {
         match self {
             CliError::Input(m) | CliError::Failed(m) => f.write_str(m),
         }
+    }
+}
+
+/// Whether the command line runs or talks to a live agent (`live`, `ctl`,
+/// `repro --live`, the internal guardian and worker): those write to
+/// sockets and pipes whose other end may go away and must then see the
+/// error rather than die of SIGPIPE, so they keep SIGPIPE ignored and
+/// write their stdout with [`print_stdout`]. Every other command may
+/// take SIGPIPE's default.
+pub fn talks_to_peers(args: &[OsString]) -> bool {
+    let command = args.get(1).and_then(|c| c.to_str()).unwrap_or("");
+    matches!(command, "live" | "ctl" | "__guardian" | "__worker")
+        || (command == "repro" && args.iter().any(|a| a == "--live"))
+}
+
+/// Writes `text` to stdout; a reader that has gone away (EPIPE) is no
+/// error: nobody is left to read the rest.
+pub fn print_stdout(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::Failed(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -340,7 +375,11 @@ fn write_file(
     if path == Path::new("-") {
         let stdout = std::io::stdout();
         let mut lock = stdout.lock();
-        return write(&mut lock).map_err(out);
+        return match write(&mut lock) {
+            // The reader went away: nobody is left to read the rest.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.map_err(out),
+        };
     }
     let file = std::fs::File::create(path).map_err(out)?;
     let mut w = std::io::BufWriter::new(file);
@@ -450,7 +489,7 @@ fn write_outputs(
 
 /// The HTML report of a run of `source`.
 fn html_report(result: &hsched_model::RunResult, source: &RunSource) -> Result<String, CliError> {
-    let text = std::fs::read_to_string(source.file).unwrap_or_default();
+    let text = hsched_scenario::input::read_text(source.file, "").unwrap_or_default();
     let svg = hsched_analysis::draw::svg(source.scn, source.analysis);
     let name = source.file.display().to_string();
     let input = hsched_report::html::ReportInput {
@@ -469,10 +508,7 @@ fn print_result(result: &hsched_model::RunResult, json: Option<&Path>) -> Result
             w.write_all(hsched_report::metrics_json(result).as_bytes())?;
             w.write_all(b"\n")
         }),
-        None => {
-            print!("{}", hsched_report::summary(result));
-            Ok(())
-        }
+        None => print_stdout(&hsched_report::summary(result)),
     }
 }
 
@@ -519,7 +555,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
         let mut simulated = sim.finish();
         label_guarantees(&scn, &analysis, &mut simulated);
-        print!("{}", hsched_report::compare(&simulated, &result));
+        print_stdout(&hsched_report::compare(&simulated, &result))?;
     }
     // The plugin libraries stay open until no instance is left.
     drop(plugins);

@@ -48,8 +48,8 @@ pub struct PlotArgs {
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
     plugins: Vec<PathBuf>,
-    /// Override the scenario's horizon (e.g. 10s, 500ms).
-    #[arg(long, value_parser = crate::parse_duration)]
+    /// Override the scenario's horizon (e.g. 10s, 500ms; at most 1 day).
+    #[arg(long, value_parser = crate::parse_horizon)]
     horizon: Option<Duration>,
     /// Override the scenario's seed.
     #[arg(long)]
