@@ -252,6 +252,15 @@ struct SimArgs {
     /// Check every policy's invariants after every callback (slower).
     #[arg(long)]
     check: bool,
+    /// Job records held in memory (at least 64); past that, jobs are
+    /// counted in the metrics (response times from a histogram) and
+    /// written to --jobs-csv as they end, and the summary says so.
+    #[arg(long, value_name = "N", default_value_t = hsched_sim::DEFAULT_KEEP_JOBS)]
+    keep_jobs: usize,
+    /// Segments and marks a --trace or --report timeline may hold; a run
+    /// that needs more writes its other outputs, then exits 2 naming it.
+    #[arg(long, value_name = "N", default_value_t = hsched_sim::DEFAULT_TRACE_LIMIT)]
+    trace_limit: usize,
     /// Run a hierarchy that does not compose (HLS guarantees, as `hsched
     /// check` reports them) anyway, with a warning, instead of refusing it.
     #[arg(long)]
@@ -448,8 +457,14 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
         trace: args.out.wants_trace(),
         check_invariants: args.check,
     };
-    let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
+    let mut sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
+    sim.keep_jobs(args.keep_jobs);
+    sim.trace_limit(args.trace_limit);
+    let jobs_csv = match &args.out.jobs_csv {
+        Some(path) => Some(StreamedJobs::start(path, &mut sim)?),
+        None => None,
+    };
     // From here the instances hold their plugin libraries open: a library
     // whose last instance the script unloads is closed then.
     drop(plugins);
@@ -460,7 +475,87 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
         scn: &scn,
         analysis: &analysis,
     };
-    write_outputs(&result, &args.out, &source)
+    if let Some(csv) = jobs_csv {
+        csv.finish(&result)?;
+    }
+    let out = Outputs {
+        jobs_csv: None, // written above
+        ..args.out
+    };
+    write_outputs(&result, &out, &source)?;
+    if out.wants_trace() && result.trace.is_none() {
+        return Err(CliError::Input(format!(
+            "{}: the timeline needs more than {} segments and marks (--trace-limit); \
+             the trace and report were not written (the other outputs were): \
+             raise --trace-limit or shorten --horizon",
+            args.file.display(),
+            args.trace_limit
+        )));
+    }
+    Ok(())
+}
+
+/// The jobs CSV of a `sim` run, written as the run goes: the jobs it stops
+/// holding (past --keep-jobs) as they are handed over, the rest at the end.
+struct StreamedJobs {
+    path: PathBuf,
+    csv: std::rc::Rc<std::cell::RefCell<StreamedCsv>>,
+}
+
+struct StreamedCsv {
+    out: hsched_report::JobsCsv<Box<dyn std::io::Write>>,
+    /// The first write that failed; nothing more is written after it.
+    error: Option<String>,
+}
+
+impl StreamedJobs {
+    /// Creates the file (`-`: stdout), writes the header and hands `sim`
+    /// the writer.
+    fn start(path: &Path, sim: &mut hsched_sim::Simulation) -> Result<Self, CliError> {
+        let writer: Box<dyn std::io::Write> = if path == Path::new("-") {
+            Box::new(std::io::stdout())
+        } else {
+            let file = std::fs::File::create(path).map_err(|e| {
+                CliError::Input(format!("cannot write the jobs CSV to {}: {e}", path.display()))
+            })?;
+            Box::new(std::io::BufWriter::new(file))
+        };
+        let out = hsched_report::JobsCsv::new(writer, sim.horizon()).map_err(|e| {
+            CliError::Input(format!("cannot write the jobs CSV to {}: {e}", path.display()))
+        })?;
+        let csv = std::rc::Rc::new(std::cell::RefCell::new(StreamedCsv { out, error: None }));
+        let sink = csv.clone();
+        sim.set_job_sink(Box::new(move |job, thread| {
+            let mut s = sink.borrow_mut();
+            if s.error.is_none() {
+                if let Err(e) = s.out.row(thread, job) {
+                    s.error = Some(e.to_string());
+                }
+            }
+        }));
+        Ok(StreamedJobs {
+            path: path.to_path_buf(),
+            csv,
+        })
+    }
+
+    /// Writes the jobs the result holds and flushes.
+    fn finish(self, result: &hsched_model::RunResult) -> Result<(), CliError> {
+        let fail = |e: String| {
+            CliError::Input(format!(
+                "cannot write the jobs CSV to {}: {e}",
+                self.path.display()
+            ))
+        };
+        let cell = std::rc::Rc::try_unwrap(self.csv)
+            .map_err(|_| fail("the simulation still holds it".into()))?;
+        let mut s = cell.into_inner();
+        if let Some(e) = s.error {
+            return Err(fail(e));
+        }
+        s.out.rows_of(result).map_err(|e| fail(e.to_string()))?;
+        s.out.finish().map_err(|e| fail(e.to_string()))
+    }
 }
 
 /// Writes a run's jobs CSV, trace and report where asked, then its metrics.
