@@ -57,7 +57,10 @@ enum Cmd {
         args: Vec<String>,
     },
     /// Check a scenario file and print its hierarchy, every edge labelled
-    /// with its HLS guarantee (nothing runs); exits 2 if it does not compose.
+    /// with its HLS guarantee; exits 2 if it does not compose. No thread
+    /// runs and no scheduler is created, but the plugin libraries it names
+    /// are loaded (their initialisation code runs) for their policies'
+    /// parameters and HLS rules.
     Check(CheckArgs),
     /// Simulate a scenario and draw one figure of the run as SVG or PNG
     /// (the figures of `--report`); the hierarchy is `check --svg`.
@@ -478,12 +481,16 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     if let Some(csv) = jobs_csv {
         csv.finish(&result)?;
     }
+    // A timeline past --trace-limit was dropped during the run.
+    let trace_lost = args.out.wants_trace() && result.trace.is_none();
     let out = Outputs {
         jobs_csv: None, // written above
-        ..args.out
+        trace: args.out.trace.filter(|_| !trace_lost),
+        report: args.out.report.filter(|_| !trace_lost),
+        json: args.out.json,
     };
     write_outputs(&result, &out, &source)?;
-    if out.wants_trace() && result.trace.is_none() {
+    if trace_lost {
         return Err(CliError::Input(format!(
             "{}: the timeline needs more than {} segments and marks (--trace-limit); \
              the trace and report were not written (the other outputs were): \

@@ -108,6 +108,14 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     drop(plugins);
     let mut result = sim.finish();
+    if result.trace.is_none() {
+        return Err(CliError::Input(format!(
+            "{}: the timeline needs more than {} segments and marks \
+             (hsched_sim::DEFAULT_TRACE_LIMIT): shorten --horizon",
+            args.file.display(),
+            hsched_sim::DEFAULT_TRACE_LIMIT
+        )));
+    }
     crate::label_guarantees(&scn, &analysis, &mut result);
     let plot_opts = PlotOptions {
         width: args.width,
