@@ -848,7 +848,7 @@ struct ThreadOut {
 fn emit(file: &File, file_name: &str, opts: &Options, cx: &mut Cx) -> Result<String, Fail> {
     let max_horizon_s = hsched_model::MAX_HORIZON.as_nanos() / 1_000_000_000;
     let horizon_s = match file.duration_s {
-        Some((d, pos)) if d as u64 > max_horizon_s => {
+        Some((d, pos)) if d > 0 && d as u64 > max_horizon_s => {
             return Err(Fail::at(
                 pos,
                 "global.duration",
