@@ -202,6 +202,29 @@ fn wakeup_latencies_past_the_bound_are_counted_in_a_histogram() {
 }
 
 #[test]
+fn a_log_of_a_message_every_microsecond_keeps_its_first_entries() {
+    let file = tmp("chatty.toml");
+    std::fs::write(
+        &file,
+        EVERY_NANOSECOND.replace(
+            r#"{ periodic = { period = "1ns", run = "1ns" } }"#,
+            r#"{ loop = { body = [ { msg = { name = "ping" } }, { run = "1us" } ] } }"#,
+        ),
+    )
+    .unwrap();
+    let out = bounded(
+        &["sim", file.to_str().unwrap(), "--horizon", "200ms", "--json"],
+        MEMORY,
+        Duration::from_secs(120),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["log"].as_array().unwrap().len(), 100_000);
+    let limits = json["limits"].to_string();
+    assert!(limits.contains("MAX_LOG_ENTRIES"), "{limits}");
+}
+
+#[test]
 fn a_timeline_past_the_trace_limit_is_refused_after_the_other_outputs() {
     let trace = tmp("t.json");
     let csv = tmp("t.csv");

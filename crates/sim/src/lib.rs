@@ -19,7 +19,7 @@ mod world;
 
 pub use jobs::{JobSink, DEFAULT_KEEP_JOBS, MIN_KEEP_JOBS};
 pub use program::draw;
-pub use world::{DEFAULT_TRACE_LIMIT, MAX_KEPT_LATENCIES};
+pub use world::{DEFAULT_TRACE_LIMIT, MAX_KEPT_LATENCIES, MAX_LOG_ENTRIES};
 pub use world::{CallOutcome, CallRecord, MAX_DEPTH};
 use world::{Ev, World};
 

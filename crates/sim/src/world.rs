@@ -30,6 +30,11 @@ pub const DEFAULT_TRACE_LIMIT: usize = 2_000_000;
 /// histogram ([`Sketch`]) and the first ones stay for the plots.
 pub const MAX_KEPT_LATENCIES: usize = 100_000;
 
+/// How many log entries of its workload (message replies and refusals,
+/// moves) a run keeps (some 100 bytes each: about 10 MB); a program that
+/// sends a message every few nanoseconds would otherwise fill memory.
+pub const MAX_LOG_ENTRIES: usize = 100_000;
+
 /// Records one wakeup latency of a thread within the bound.
 fn add_latency(stats: &mut ThreadResult, latency: Duration) {
     let ns = latency.as_nanos();
@@ -154,6 +159,8 @@ pub(crate) struct World {
     handed_over: Vec<ThreadId>,
     pub(crate) jobs: JobStore,
     log: Vec<LogEntry>,
+    /// Entries past `MAX_LOG_ENTRIES`, not kept.
+    log_dropped: u64,
     trace: Option<Trace>,
     /// The bound on the trace's segments and marks together.
     pub(crate) trace_limit: usize,
@@ -191,6 +198,7 @@ impl World {
             handed_over: Vec::new(),
             jobs: JobStore::new(horizon),
             log: Vec::new(),
+            log_dropped: 0,
             trace: trace.then(Trace::default),
             trace_limit: DEFAULT_TRACE_LIMIT,
             trace_dropped: false,
@@ -254,7 +262,11 @@ impl World {
     }
 
     fn record(&mut self, at: Instant, kind: LogKind, text: String) {
-        self.log.push(LogEntry { at, kind, text });
+        if self.log.len() < MAX_LOG_ENTRIES {
+            self.log.push(LogEntry { at, kind, text });
+        } else {
+            self.log_dropped += 1;
+        }
     }
 
     fn mark(&mut self, at: Instant, thread: Option<ThreadId>, kind: MarkKind) {
@@ -1360,6 +1372,13 @@ impl World {
                 "wakeup latencies: more than {MAX_KEPT_LATENCIES} of a thread (MAX_KEPT_LATENCIES) \
                  for {named}: their percentiles come from a histogram (within 0.8 %), the plots \
                  show the first {MAX_KEPT_LATENCIES}"
+            ));
+        }
+        if self.log_dropped > 0 {
+            limits.push(format!(
+                "log: more than {MAX_LOG_ENTRIES} entries of the threads' messages and moves \
+                 (MAX_LOG_ENTRIES): the first {MAX_LOG_ENTRIES} are kept, {} more were not",
+                self.log_dropped
             ));
         }
         if self.trace_dropped {
