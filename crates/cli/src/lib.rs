@@ -523,12 +523,18 @@ impl StreamedJobs {
             Box::new(std::io::stdout())
         } else {
             let file = std::fs::File::create(path).map_err(|e| {
-                CliError::Input(format!("cannot write the jobs CSV to {}: {e}", path.display()))
+                CliError::Input(format!(
+                    "cannot write the jobs CSV to {}: {e}",
+                    path.display()
+                ))
             })?;
             Box::new(std::io::BufWriter::new(file))
         };
         let out = hsched_report::JobsCsv::new(writer, sim.horizon()).map_err(|e| {
-            CliError::Input(format!("cannot write the jobs CSV to {}: {e}", path.display()))
+            CliError::Input(format!(
+                "cannot write the jobs CSV to {}: {e}",
+                path.display()
+            ))
         })?;
         let csv = std::rc::Rc::new(std::cell::RefCell::new(StreamedCsv { out, error: None }));
         let sink = csv.clone();

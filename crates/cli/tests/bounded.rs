@@ -144,8 +144,14 @@ fn jobs_past_the_bound_are_streamed_to_the_csv_and_counted_in_the_metrics() {
     };
     let all = run(&whole, "1000000");
     let kept = run(&streamed, "64");
-    assert!(all.get("limits").is_none(), "a run that fits names no limit");
-    assert!(kept["limits"][0].as_str().unwrap().contains("64 job records"));
+    assert!(
+        all.get("limits").is_none(),
+        "a run that fits names no limit"
+    );
+    assert!(kept["limits"][0]
+        .as_str()
+        .unwrap()
+        .contains("64 job records"));
     // Every job once: the same rows, the streamed ones first.
     let rows = |p: &PathBuf| {
         let mut r: Vec<String> = std::fs::read_to_string(p)
@@ -161,7 +167,10 @@ fn jobs_past_the_bound_are_streamed_to_the_csv_and_counted_in_the_metrics() {
     assert_eq!(a, b);
     // Counts exact; response percentiles within the histogram's 0.8 %.
     assert_eq!(all["global"]["jobs"], kept["global"]["jobs"]);
-    let (ta, tk) = (all["threads"].as_array().unwrap(), kept["threads"].as_array().unwrap());
+    let (ta, tk) = (
+        all["threads"].as_array().unwrap(),
+        kept["threads"].as_array().unwrap(),
+    );
     for (x, y) in ta.iter().zip(tk) {
         assert_eq!(x["jobs"], y["jobs"]);
         assert_eq!(x["deadline_misses"], y["deadline_misses"]);
@@ -171,7 +180,10 @@ fn jobs_past_the_bound_are_streamed_to_the_csv_and_counted_in_the_metrics() {
             x["job_response"]["p99_ns"].as_u64(),
             y["job_response"]["p99_ns"].as_u64(),
         ) {
-            assert!(near <= exact && exact - near <= exact / 128, "{exact} vs {near}");
+            assert!(
+                near <= exact && exact - near <= exact / 128,
+                "{exact} vs {near}"
+            );
         }
     }
 }
@@ -189,7 +201,13 @@ fn wakeup_latencies_past_the_bound_are_counted_in_a_histogram() {
     )
     .unwrap();
     let out = bounded(
-        &["sim", file.to_str().unwrap(), "--horizon", "200ms", "--json"],
+        &[
+            "sim",
+            file.to_str().unwrap(),
+            "--horizon",
+            "200ms",
+            "--json",
+        ],
         MEMORY,
         Duration::from_secs(120),
     );
@@ -213,7 +231,13 @@ fn a_log_of_a_message_every_microsecond_keeps_its_first_entries() {
     )
     .unwrap();
     let out = bounded(
-        &["sim", file.to_str().unwrap(), "--horizon", "200ms", "--json"],
+        &[
+            "sim",
+            file.to_str().unwrap(),
+            "--horizon",
+            "200ms",
+            "--json",
+        ],
         MEMORY,
         Duration::from_secs(120),
     );
@@ -244,7 +268,10 @@ fn a_timeline_past_the_trace_limit_is_refused_after_the_other_outputs() {
         Duration::from_secs(120),
     );
     refused(&out, &["--trace-limit", "1000 segments and marks"]);
-    assert!(text(&out.stdout).contains("scenario rialto"), "the summary is printed");
+    assert!(
+        text(&out.stdout).contains("scenario rialto"),
+        "the summary is printed"
+    );
     assert!(!trace.exists(), "no partial trace");
     assert!(std::fs::read_to_string(&csv).unwrap().lines().count() > 500);
 }

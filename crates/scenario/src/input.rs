@@ -26,7 +26,9 @@ pub fn read_text_limited(path: &Path, what: &str, limit: u64) -> Result<String, 
     let cannot = |e: std::io::Error| format!("cannot read {what}: {e}");
     let file = std::fs::File::open(path).map_err(cannot)?;
     let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes).map_err(cannot)?;
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(cannot)?;
     if bytes.len() as u64 > limit {
         return Err(format!(
             "{what} is larger than the input size limit of {} (MAX_INPUT_BYTES); \
@@ -74,9 +76,13 @@ mod tests {
             .write_all(&[b'a'; 100])
             .unwrap();
         assert_eq!(read_text_limited(&path, "it", 100).unwrap().len(), 100);
-        assert!(read_text_limited(&path, "it", 99).unwrap_err().contains("99 bytes"));
+        assert!(read_text_limited(&path, "it", 99)
+            .unwrap_err()
+            .contains("99 bytes"));
         std::fs::write(&path, [0xff, 0xfe]).unwrap();
-        assert!(read_text_limited(&path, "it", 100).unwrap_err().contains("not UTF-8"));
+        assert!(read_text_limited(&path, "it", 100)
+            .unwrap_err()
+            .contains("not UTF-8"));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -61,7 +61,7 @@ pub fn plugins(text: &str, file_name: &str) -> Result<Vec<String>, ScenarioError
 /// Reads and parses a scenario file; the error names the path as given.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
-    let text = input::read_text(path, "the scenario")
-        .map_err(|e| ScenarioError::whole_file(&file, e))?;
+    let text =
+        input::read_text(path, "the scenario").map_err(|e| ScenarioError::whole_file(&file, e))?;
     parse(&text, &file)
 }

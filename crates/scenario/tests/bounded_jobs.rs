@@ -58,7 +58,10 @@ fn a_bounded_run_hands_over_every_record_once() {
                 continue;
             }
             bounded_runs += 1;
-            assert!(bounded.jobs.len() <= whole.jobs.len() - handed.len(), "{name}");
+            assert!(
+                bounded.jobs.len() <= whole.jobs.len() - handed.len(),
+                "{name}"
+            );
             assert!(bounded.limits[0].contains("--keep-jobs"), "{name}");
             // The tallies count the handed-over jobs as the records say.
             let end = Instant::ZERO + (whole.horizon);
@@ -73,5 +76,8 @@ fn a_bounded_run_hands_over_every_record_once() {
             assert_eq!(tallies, bounded.retired_jobs, "{name}");
         }
     }
-    assert!(bounded_runs >= 5, "only {bounded_runs} scenarios passed the bound");
+    assert!(
+        bounded_runs >= 5,
+        "only {bounded_runs} scenarios passed the bound"
+    );
 }

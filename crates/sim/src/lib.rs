@@ -19,9 +19,9 @@ mod world;
 
 pub use jobs::{JobSink, DEFAULT_KEEP_JOBS, MIN_KEEP_JOBS};
 pub use program::draw;
-pub use world::{DEFAULT_TRACE_LIMIT, MAX_KEPT_LATENCIES, MAX_LOG_ENTRIES};
 pub use world::{CallOutcome, CallRecord, MAX_DEPTH};
 use world::{Ev, World};
+pub use world::{DEFAULT_TRACE_LIMIT, MAX_KEPT_LATENCIES, MAX_LOG_ENTRIES};
 
 use hsched_core::{Duration, Instant};
 use hsched_dispatch::{build_hierarchy, Config, Dispatcher};

@@ -2,13 +2,13 @@
 //! mutexes, the event queue, and the accounting that becomes a `RunResult`.
 //! It is the `Platform` the dispatcher drives.
 
+use crate::jobs::JobStore;
 use crate::program::{
     compile, draw, draw_constraint, draw_randres, ConstraintsPhase, ConstraintsState, Cursor,
     FramesState, Instr, PeriodicState, RandresJob, RandresPhase, RandresState, SyncKind,
 };
 use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
 use hsched_dispatch::{Dispatcher, Platform};
-use crate::jobs::JobStore;
 use hsched_model::{
     Action, ConstraintLoad, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult,
     Scenario, Segment, SegmentKind, Sketch, Target, ThreadResult, Trace,
@@ -315,15 +315,12 @@ impl World {
             {
                 live.insert(record);
             }
-            match c.constraints {
-                Some(ConstraintsState {
-                    phase:
-                        ConstraintsPhase::Await { record, .. } | ConstraintsPhase::Running { record },
-                    ..
-                }) => {
-                    live.insert(record);
-                }
-                _ => {}
+            if let Some(ConstraintsState {
+                phase: ConstraintsPhase::Await { record, .. } | ConstraintsPhase::Running { record },
+                ..
+            }) = c.constraints
+            {
+                live.insert(record);
             }
         }
         live
@@ -1364,7 +1361,11 @@ impl World {
             .collect();
         if !sketched.is_empty() {
             let named = if sketched.len() > 5 {
-                format!("{} threads ({}, ...)", sketched.len(), sketched[..5].join(", "))
+                format!(
+                    "{} threads ({}, ...)",
+                    sketched.len(),
+                    sketched[..5].join(", ")
+                )
             } else {
                 sketched.join(", ")
             };

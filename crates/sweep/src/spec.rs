@@ -110,12 +110,13 @@ impl Domain {
 /// Reads a spec file and the base scenario it names.
 pub fn load(path: &Path) -> Result<Spec, SpecError> {
     let file = path.display().to_string();
-    let text = hsched_scenario::input::read_text(path, "the sweep spec").map_err(|e| SpecError {
-        file: file.clone(),
-        at: None,
-        key: String::new(),
-        message: e,
-    })?;
+    let text =
+        hsched_scenario::input::read_text(path, "the sweep spec").map_err(|e| SpecError {
+            file: file.clone(),
+            at: None,
+            key: String::new(),
+            message: e,
+        })?;
     let dir = path.parent().unwrap_or(Path::new(""));
     parse(&text, &file, &|rel: &str| {
         let p = dir.join(rel);

@@ -248,7 +248,10 @@ fn us_to_ns(us: i64, e: &Event, cx: &mut Cx) -> u64 {
         cx.out_of_range(
             e.pos,
             &e.path,
-            format!("{us}us is out of range: at most {}us (MAX_DURATION_US, 64-bit nanoseconds)", super::MAX_DURATION_US),
+            format!(
+                "{us}us is out of range: at most {}us (MAX_DURATION_US, 64-bit nanoseconds)",
+                super::MAX_DURATION_US
+            ),
         );
     }
     (us.max(0) as u64).saturating_mul(1000)
