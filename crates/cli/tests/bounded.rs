@@ -121,6 +121,33 @@ fn a_run_of_ten_million_jobs_holds_a_bounded_number_of_records() {
 }
 
 #[test]
+fn ten_million_releases_pending_at_the_end_hold_a_bounded_number_of_records() {
+    // Starved by a hog ahead of it under `fifo`, the thread never finishes
+    // its first job: every release after it is recorded at the end of the
+    // run, unfinished (held one by one they needed about 870 MB).
+    let file = tmp("starved.toml");
+    let starved = EVERY_NANOSECOND.replace(
+        "[[thread]]\nname = \"tick\"",
+        "[[thread]]\nname = \"hog\"\nparent = \"root\"\nprogram = [ { run = \"10s\" } ]\n\
+         [[thread]]\nname = \"tick\"",
+    );
+    assert!(starved.contains("hog"));
+    std::fs::write(&file, starved).unwrap();
+    let out = bounded(
+        &["sim", file.to_str().unwrap(), "--horizon", "10ms", "--json"],
+        MEMORY / 2,
+        Duration::from_secs(180),
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["global"]["jobs"], 10_000_000);
+    // All but the last, released at 10ms - 1ns with its deadline at the
+    // horizon, are missed.
+    assert_eq!(json["global"]["deadline_misses"], 9_999_999);
+    assert!(json["limits"][0].as_str().unwrap().contains("--keep-jobs"));
+}
+
+#[test]
 fn jobs_past_the_bound_are_streamed_to_the_csv_and_counted_in_the_metrics() {
     let scenario = "scenarios/examples/rialto.toml";
     let whole = tmp("whole.csv");

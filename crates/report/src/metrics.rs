@@ -177,7 +177,10 @@ pub fn metrics(result: &RunResult) -> Metrics {
         .iter()
         .map(|t| {
             let jobs = jobs_of.get(&t.id).map(Vec::as_slice).unwrap_or_default();
-            let retired = result.retired_jobs.get(t.id.index());
+            let retired = result
+                .retired_jobs
+                .get(t.id.index())
+                .filter(|r| r.count > 0);
             let responses = jobs
                 .iter()
                 .filter_map(|j| j.response())

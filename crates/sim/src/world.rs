@@ -1167,7 +1167,10 @@ impl World {
             if th.exited {
                 continue;
             }
-            let mut pending = Vec::new();
+            // Each periodic timer's first pending release, job number,
+            // period, deadline and job count: the releases themselves are
+            // made one by one below (there may be a billion of them).
+            let mut timers = Vec::new();
             for p in &th.cursor.periodic {
                 let Instr::PeriodicStart {
                     period,
@@ -1182,23 +1185,23 @@ impl World {
                 if p.record.is_none() || period.is_zero() {
                     continue;
                 }
-                let (mut release, mut job) = (p.next_release.saturating_add(*period), p.job + 1);
+                let first = p.next_release.saturating_add(*period);
+                timers.push((first, p.job + 1, *period, *deadline, *jobs));
+            }
+            for (mut release, mut job, period, deadline, jobs) in timers {
                 while release < horizon && jobs.is_none_or(|n| job < n) {
-                    pending.push((job, release, release.saturating_add(*deadline)));
-                    release = release.saturating_add(*period);
+                    self.push_job(JobRecord {
+                        thread: ThreadId(t as u32),
+                        job,
+                        release,
+                        start: None,
+                        finish: None,
+                        deadline: release.saturating_add(deadline),
+                        admitted: None,
+                    });
+                    release = release.saturating_add(period);
                     job += 1;
                 }
-            }
-            for (job, release, deadline) in pending {
-                self.push_job(JobRecord {
-                    thread: ThreadId(t as u32),
-                    job,
-                    release,
-                    start: None,
-                    finish: None,
-                    deadline,
-                    admitted: None,
-                });
             }
         }
     }
