@@ -54,8 +54,8 @@ pub fn command(args: ImportArgs) -> Result<(), CliError> {
 
 fn import_rtapp(path: &Path, cpus: Option<u32>) -> Result<Imported, CliError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| CliError::Input(format!("{file}: cannot read the rt-app file: {e}")))?;
+    let text = hsched_scenario::input::read_text(path, "the rt-app file")
+        .map_err(|e| CliError::Input(format!("{file}: {e}")))?;
     rtapp::import(&text, &file, &rtapp::Options { cpus })
         .map_err(|e| CliError::Input(e.to_string()))
 }
@@ -81,17 +81,21 @@ fn report(path: &Path, imported: &Imported, strict: bool) -> Result<(), CliError
     Ok(())
 }
 
-/// The scenario text of `path`: the file itself, or, for an rt-app file
-/// (`.json`), its import, the warnings printed on stderr.
-pub fn scenario_text(path: &Path) -> Result<String, CliError> {
+/// The scenario text of `path` and the name its errors give it: the file
+/// itself, or, for an rt-app file (`.json`), its import, the warnings
+/// printed on stderr. An error in imported text names the command that
+/// prints that text, never the JSON file: its lines are the TOML's.
+pub fn scenario_text(path: &Path) -> Result<(String, String), CliError> {
     if path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("json"))
     {
         let imported = import_rtapp(path, None)?;
         report(path, &imported, false)?;
-        return Ok(imported.toml);
+        let name = format!("`hsched import rt-app {}`", path.display());
+        return Ok((imported.toml, name));
     }
-    std::fs::read_to_string(path)
-        .map_err(|e| CliError::Input(format!("{}: cannot read the scenario: {e}", path.display())))
+    let text = hsched_scenario::input::read_text(path, "the scenario")
+        .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
+    Ok((text, path.display().to_string()))
 }

@@ -14,8 +14,8 @@ pub struct SimsoArgs {
 
 pub fn command(args: &SimsoArgs) -> Result<(), CliError> {
     let name = args.file.display().to_string();
-    let text = std::fs::read_to_string(&args.file)
-        .map_err(|e| CliError::Input(format!("{name}: cannot read: {e}")))?;
+    let text = hsched_scenario::input::read_text(&args.file, "the SimSo file")
+        .map_err(|e| CliError::Input(format!("{name}: {e}")))?;
     let out = hsched_scenario::import::simso::import(&text, &name)
         .map_err(|e| CliError::Input(e.to_string()))?;
     for note in &out.notes {

@@ -57,7 +57,10 @@ enum Cmd {
         args: Vec<String>,
     },
     /// Check a scenario file and print its hierarchy, every edge labelled
-    /// with its HLS guarantee (nothing runs); exits 2 if it does not compose.
+    /// with its HLS guarantee; exits 2 if it does not compose. No thread
+    /// runs and no scheduler is created, but the plugin libraries it names
+    /// are loaded (their initialisation code runs) for their policies'
+    /// parameters and HLS rules.
     Check(CheckArgs),
     /// Simulate a scenario and draw one figure of the run as SVG or PNG
     /// (the figures of `--report`); the hierarchy is `check --svg`.
@@ -135,8 +138,8 @@ struct LiveArgs {
     /// Scenario file (TOML). A thread runs its `command`, or the process
     /// `--attach` names, or else hsched's worker executes its program.
     file: PathBuf,
-    /// Override the scenario's horizon (e.g. 10s, 500ms).
-    #[arg(long, value_parser = parse_duration)]
+    /// Override the scenario's horizon (e.g. 10s, 500ms; at most 1 day).
+    #[arg(long, value_parser = parse_horizon)]
     horizon: Option<Duration>,
     #[command(flatten)]
     out: Outputs,
@@ -247,8 +250,8 @@ struct SimArgs {
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
     plugins: Vec<PathBuf>,
-    /// Override the scenario's horizon (e.g. 10s, 500ms).
-    #[arg(long, value_parser = parse_duration)]
+    /// Override the scenario's horizon (e.g. 10s, 500ms; at most 1 day).
+    #[arg(long, value_parser = parse_horizon)]
     horizon: Option<Duration>,
     /// Override the scenario's seed.
     #[arg(long)]
@@ -258,6 +261,15 @@ struct SimArgs {
     /// Check every policy's invariants after every callback (slower).
     #[arg(long)]
     check: bool,
+    /// Job records held in memory (at least 64); past that, jobs are
+    /// counted in the metrics (response times from a histogram) and
+    /// written to --jobs-csv as they end, and the summary says so.
+    #[arg(long, value_name = "N", default_value_t = hsched_sim::DEFAULT_KEEP_JOBS)]
+    keep_jobs: usize,
+    /// Segments and marks a --trace or --report timeline may hold; a run
+    /// that needs more writes its other outputs, then exits 2 naming it.
+    #[arg(long, value_name = "N", default_value_t = hsched_sim::DEFAULT_TRACE_LIMIT)]
+    trace_limit: usize,
     /// Run a hierarchy that does not compose (HLS guarantees, as `hsched
     /// check` reports them) anyway, with a warning, instead of refusing it.
     #[arg(long)]
@@ -266,6 +278,16 @@ struct SimArgs {
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     Duration::parse(s)
+}
+
+/// A `--horizon`: a duration, not zero and at most
+/// [`hsched_model::MAX_HORIZON`].
+fn parse_horizon(s: &str) -> Result<Duration, String> {
+    let horizon = Duration::parse(s)?;
+    match hsched_model::horizon_problem(horizon) {
+        Some(problem) => Err(problem),
+        None => Ok(horizon),
+    }
 }
 
 /// A failure of the command line: bad input (exit 2) or a failed run (exit 1).
@@ -280,6 +302,31 @@ impl fmt::Display for CliError {
         match self {
             CliError::Input(m) | CliError::Failed(m) => f.write_str(m),
         }
+    }
+}
+
+/// Whether the command line runs or talks to a live agent (`live`, `ctl`,
+/// `repro --live`, the internal guardian and worker): those write to
+/// sockets and pipes whose other end may go away and must then see the
+/// error rather than die of SIGPIPE, so they keep SIGPIPE ignored and
+/// write their stdout with [`print_stdout`]. Every other command may
+/// take SIGPIPE's default.
+pub fn talks_to_peers(args: &[OsString]) -> bool {
+    let command = args.get(1).and_then(|c| c.to_str()).unwrap_or("");
+    matches!(command, "live" | "ctl" | "__guardian" | "__worker")
+        || (command == "repro" && args.iter().any(|a| a == "--live"))
+}
+
+/// Writes `text` to stdout; a reader that has gone away (EPIPE) is no
+/// error: nobody is left to read the rest.
+pub fn print_stdout(text: &str) -> Result<(), CliError> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(CliError::Failed(format!("writing to stdout: {e}")))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -346,7 +393,11 @@ fn write_file(
     if path == Path::new("-") {
         let stdout = std::io::stdout();
         let mut lock = stdout.lock();
-        return write(&mut lock).map_err(out);
+        return match write(&mut lock) {
+            // The reader went away: nobody is left to read the rest.
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+            r => r.map_err(out),
+        };
     }
     let file = std::fs::File::create(path).map_err(out)?;
     let mut w = std::io::BufWriter::new(file);
@@ -415,8 +466,14 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
         trace: args.out.wants_trace(),
         check_invariants: args.check,
     };
-    let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
+    let mut sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
+    sim.keep_jobs(args.keep_jobs);
+    sim.trace_limit(args.trace_limit);
+    let jobs_csv = match &args.out.jobs_csv {
+        Some(path) => Some(StreamedJobs::start(path, &mut sim)?),
+        None => None,
+    };
     // From here the instances hold their plugin libraries open: a library
     // whose last instance the script unloads is closed then.
     drop(plugins);
@@ -427,7 +484,97 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
         scn: &scn,
         analysis: &analysis,
     };
-    write_outputs(&result, &args.out, &source)
+    if let Some(csv) = jobs_csv {
+        csv.finish(&result)?;
+    }
+    // A timeline past --trace-limit was dropped during the run.
+    let trace_lost = args.out.wants_trace() && result.trace.is_none();
+    let out = Outputs {
+        jobs_csv: None, // written above
+        trace: args.out.trace.filter(|_| !trace_lost),
+        report: args.out.report.filter(|_| !trace_lost),
+        json: args.out.json,
+    };
+    write_outputs(&result, &out, &source)?;
+    if trace_lost {
+        return Err(CliError::Input(format!(
+            "{}: the timeline needs more than {} segments and marks (--trace-limit); \
+             the trace and report were not written (the other outputs were): \
+             raise --trace-limit or shorten --horizon",
+            args.file.display(),
+            args.trace_limit
+        )));
+    }
+    Ok(())
+}
+
+/// The jobs CSV of a `sim` run, written as the run goes: the jobs it stops
+/// holding (past --keep-jobs) as they are handed over, the rest at the end.
+struct StreamedJobs {
+    path: PathBuf,
+    csv: std::rc::Rc<std::cell::RefCell<StreamedCsv>>,
+}
+
+struct StreamedCsv {
+    out: hsched_report::JobsCsv<Box<dyn std::io::Write>>,
+    /// The first write that failed; nothing more is written after it.
+    error: Option<String>,
+}
+
+impl StreamedJobs {
+    /// Creates the file (`-`: stdout), writes the header and hands `sim`
+    /// the writer.
+    fn start(path: &Path, sim: &mut hsched_sim::Simulation) -> Result<Self, CliError> {
+        let writer: Box<dyn std::io::Write> = if path == Path::new("-") {
+            Box::new(std::io::stdout())
+        } else {
+            let file = std::fs::File::create(path).map_err(|e| {
+                CliError::Input(format!(
+                    "cannot write the jobs CSV to {}: {e}",
+                    path.display()
+                ))
+            })?;
+            Box::new(std::io::BufWriter::new(file))
+        };
+        let out = hsched_report::JobsCsv::new(writer, sim.horizon()).map_err(|e| {
+            CliError::Input(format!(
+                "cannot write the jobs CSV to {}: {e}",
+                path.display()
+            ))
+        })?;
+        let csv = std::rc::Rc::new(std::cell::RefCell::new(StreamedCsv { out, error: None }));
+        let sink = csv.clone();
+        sim.set_job_sink(Box::new(move |job, thread| {
+            let mut s = sink.borrow_mut();
+            if s.error.is_none() {
+                if let Err(e) = s.out.row(thread, job) {
+                    s.error = Some(e.to_string());
+                }
+            }
+        }));
+        Ok(StreamedJobs {
+            path: path.to_path_buf(),
+            csv,
+        })
+    }
+
+    /// Writes the jobs the result holds and flushes.
+    fn finish(self, result: &hsched_model::RunResult) -> Result<(), CliError> {
+        let fail = |e: String| {
+            CliError::Input(format!(
+                "cannot write the jobs CSV to {}: {e}",
+                self.path.display()
+            ))
+        };
+        let cell = std::rc::Rc::try_unwrap(self.csv)
+            .map_err(|_| fail("the simulation still holds it".into()))?;
+        let mut s = cell.into_inner();
+        if let Some(e) = s.error {
+            return Err(fail(e));
+        }
+        s.out.rows_of(result).map_err(|e| fail(e.to_string()))?;
+        s.out.finish().map_err(|e| fail(e.to_string()))
+    }
 }
 
 /// Writes a run's jobs CSV, trace and report where asked, then its metrics.
@@ -456,7 +603,7 @@ fn write_outputs(
 
 /// The HTML report of a run of `source`.
 fn html_report(result: &hsched_model::RunResult, source: &RunSource) -> Result<String, CliError> {
-    let text = std::fs::read_to_string(source.file).unwrap_or_default();
+    let text = hsched_scenario::input::read_text(source.file, "").unwrap_or_default();
     let svg = hsched_analysis::draw::svg(source.scn, source.analysis);
     let name = source.file.display().to_string();
     let input = hsched_report::html::ReportInput {
@@ -475,10 +622,7 @@ fn print_result(result: &hsched_model::RunResult, json: Option<&Path>) -> Result
             w.write_all(hsched_report::metrics_json(result).as_bytes())?;
             w.write_all(b"\n")
         }),
-        None => {
-            print!("{}", hsched_report::summary(result));
-            Ok(())
-        }
+        None => print_stdout(&hsched_report::summary(result)),
     }
 }
 
@@ -526,7 +670,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
         let mut simulated = sim.finish();
         label_guarantees(&scn, &analysis, &mut simulated);
-        print!("{}", hsched_report::compare(&simulated, &result));
+        print_stdout(&hsched_report::compare(&simulated, &result))?;
     }
     // The plugin libraries stay open until no instance is left.
     drop(plugins);

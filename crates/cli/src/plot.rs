@@ -48,8 +48,8 @@ pub struct PlotArgs {
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
     plugins: Vec<PathBuf>,
-    /// Override the scenario's horizon (e.g. 10s, 500ms).
-    #[arg(long, value_parser = crate::parse_duration)]
+    /// Override the scenario's horizon (e.g. 10s, 500ms; at most 1 day).
+    #[arg(long, value_parser = crate::parse_horizon)]
     horizon: Option<Duration>,
     /// Override the scenario's seed.
     #[arg(long)]
@@ -108,6 +108,14 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     drop(plugins);
     let mut result = sim.finish();
+    if result.trace.is_none() {
+        return Err(CliError::Input(format!(
+            "{}: the timeline needs more than {} segments and marks \
+             (hsched_sim::DEFAULT_TRACE_LIMIT): shorten --horizon",
+            args.file.display(),
+            hsched_sim::DEFAULT_TRACE_LIMIT
+        )));
+    }
     crate::label_guarantees(&scn, &analysis, &mut result);
     let plot_opts = PlotOptions {
         width: args.width,

@@ -25,6 +25,16 @@ impl Plugins {
     /// Loads each library in order; `origin` prefixes errors (e.g. the
     /// scenario key that named it).
     fn add(&mut self, path: &Path, origin: &str) -> Result<(), CliError> {
+        // Opening a named pipe or a device as a library would block for
+        // ever or read without end: only a regular file is loaded.
+        if let Ok(meta) = std::fs::metadata(path) {
+            if !meta.is_file() {
+                return Err(CliError::Input(format!(
+                    "{origin}plugin {}: not a regular file (a plugin is a shared library file)",
+                    path.display()
+                )));
+            }
+        }
         let plugin = Plugin::load(path).map_err(|e| CliError::Input(format!("{origin}{e}")))?;
         for p in plugin.policies() {
             let name = p.info.name;
@@ -126,8 +136,7 @@ pub fn load(paths: &[PathBuf]) -> Result<Plugins, CliError> {
 /// Reads a scenario, loads the plugins given with `--plugin` and those its
 /// `plugins` key names, and parses it with their policies available.
 pub fn load_scenario(path: &Path, cli: &[PathBuf]) -> Result<(Scenario, Plugins), CliError> {
-    let file = path.display().to_string();
-    let text = crate::import::scenario_text(path)?;
+    let (text, file) = crate::import::scenario_text(path)?;
     let declared = hsched_scenario::plugins(&text, &file).map_err(render)?;
     let mut plugins = load(cli)?;
     let base = path.parent().unwrap_or(Path::new(""));

@@ -11,6 +11,8 @@
 
 pub mod result;
 pub mod scenario;
+pub mod sketch;
 
 pub use result::*;
 pub use scenario::*;
+pub use sketch::Sketch;

@@ -1,6 +1,7 @@
 //! What a run produces, whichever platform ran it. Reports (JSON, CSV,
 //! Perfetto, plots) are computed from this.
 
+use crate::Sketch;
 use hsched_core::{CpuId, Duration, Instant, ThreadId};
 use serde::Serialize;
 
@@ -23,8 +24,19 @@ pub struct RunResult {
     /// out of traces).
     pub wall_ns: u64,
     /// One row per job: of periodic timers, `randres` deadlines and
-    /// `constraints` time constraints.
+    /// `constraints` time constraints. All of them, unless the run kept
+    /// more than its bound on job records in memory: then the ones still
+    /// held at the end, the others counted in `retired_jobs`.
     pub jobs: Vec<JobRecord>,
+    /// The jobs the run no longer holds (see `jobs`), counted per thread
+    /// (index: thread id); empty when every job is in `jobs`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub retired_jobs: Vec<JobTally>,
+    /// The bounds on what a run holds in memory that this run reached,
+    /// each said for a person: the bound, its value, what was kept and
+    /// where the rest went. Empty for a run that fits.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<String>,
     /// Notable things that happened: ejections, watchdog, refusals, script steps, replies.
     pub log: Vec<LogEntry>,
     /// The full timeline, when asked for.
@@ -43,8 +55,14 @@ pub struct ThreadResult {
     pub homes: Vec<Home>,
     /// CPU time used by the thread (context-switch overhead excluded).
     pub cpu_time: Duration,
-    /// Wakeup-to-dispatch latencies, one per wakeup, in order.
+    /// Wakeup-to-dispatch latencies, one per wakeup, in order: all of
+    /// them, or the first ones when there were more than the run keeps
+    /// one by one (then `wakeup_sketch` counts them all).
     pub wakeup_latencies: Vec<Duration>,
+    /// Every wakeup latency, in a bounded histogram, when there were more
+    /// than `wakeup_latencies` keeps; `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wakeup_sketch: Option<Sketch>,
     /// Longest span the thread was runnable without running.
     pub max_runnable_gap: Duration,
     /// Times it was put on a CPU after someone else (or nothing) ran there.
@@ -152,6 +170,29 @@ pub struct CpuStats {
     /// Time spent switching between threads.
     pub overhead: Duration,
     pub idle: Duration,
+}
+
+/// A thread's jobs that a run no longer holds one by one.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct JobTally {
+    /// Jobs counted.
+    pub count: u64,
+    /// Of those, jobs that missed their deadline ([`JobRecord::missed`]
+    /// at the horizon).
+    pub missed: u64,
+    /// Response times of those that finished.
+    pub response: Sketch,
+}
+
+impl JobTally {
+    /// Counts `job`, judged at the end of the run `end`.
+    pub fn add(&mut self, job: &JobRecord, end: Instant) {
+        self.count += 1;
+        self.missed += u64::from(job.missed(end));
+        if let Some(r) = job.response() {
+            self.response.add(r.as_nanos());
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]

@@ -3,6 +3,28 @@
 use hsched_core::{Duration, Instant, Msg, Params};
 use serde::{Deserialize, Serialize};
 
+/// The longest horizon a run accepts (a scenario's `horizon`, `--horizon`):
+/// one day. A day of simulated time at a 1 ms tick is already 86.4 million
+/// timer events per CPU, minutes of simulation; a longer horizon is almost
+/// always a slip of the unit (or `u64::MAX` meant as "for ever") and would
+/// not end in any useful time.
+pub const MAX_HORIZON: Duration = Duration(86_400 * 1_000_000_000);
+
+/// Why `horizon` cannot be a run's horizon (zero, or above
+/// [`MAX_HORIZON`]), or `None` when it can.
+pub fn horizon_problem(horizon: Duration) -> Option<String> {
+    if horizon.is_zero() {
+        Some("a horizon of zero runs nothing: expected a duration greater than zero".into())
+    } else if horizon > MAX_HORIZON {
+        Some(format!(
+            "{horizon} is longer than the longest horizon a run accepts, {MAX_HORIZON} \
+             (MAX_HORIZON)"
+        ))
+    } else {
+        None
+    }
+}
+
 /// A whole scenario, as parsed and validated from a file.
 #[derive(Clone, Debug, Serialize)]
 pub struct Scenario {

@@ -30,7 +30,7 @@ pub mod stats;
 pub mod summary;
 
 pub use compare::compare;
-pub use csv_out::jobs_csv;
+pub use csv_out::{jobs_csv, JobsCsv};
 pub use error::ReportError;
 pub use metrics::{metrics, metrics_json, Metrics};
 pub use perfetto::perfetto_trace;

@@ -71,12 +71,19 @@
 //! | `log[].at_ns` | int | when it happened |
 //! | `log[].kind` | string | `eject`, `watchdog`, `refused`, `script`, `moved`, `reply` |
 //! | `log[].text` | string | what happened |
+//! | `limits` | array of strings | only when the run reached a bound on what it holds in memory: each bound reached, what was kept and where the rest went (absent otherwise) |
+//!
+//! A run that held more jobs or wakeup latencies than it keeps one by one
+//! (`limits` says so) counts them all, and takes their `p50_ns` and
+//! `p99_ns` from a bounded histogram: at most 0.8 % below the exact
+//! nearest-rank value ([`hsched_model::Sketch`]); `count` and `max_ns` stay
+//! exact.
 //!
 //! `threads`, `schedulers` and `log` keep the order of the `RunResult`.
 
 use crate::stats::{ratio, Percentiles};
 use hsched_core::{Instant, ThreadId};
-use hsched_model::{CallCounts, CpuShare, JobRecord, LogKind, RunResult};
+use hsched_model::{CallCounts, CpuShare, JobRecord, JobTally, LogKind, RunResult, Sketch};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -91,6 +98,8 @@ pub struct Metrics {
     pub threads: Vec<ThreadMetrics>,
     pub schedulers: Vec<SchedulerMetrics>,
     pub log: Vec<LogMetrics>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<String>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -168,6 +177,24 @@ pub fn metrics(result: &RunResult) -> Metrics {
         .iter()
         .map(|t| {
             let jobs = jobs_of.get(&t.id).map(Vec::as_slice).unwrap_or_default();
+            let retired = result
+                .retired_jobs
+                .get(t.id.index())
+                .filter(|r| r.count > 0);
+            let responses = jobs
+                .iter()
+                .filter_map(|j| j.response())
+                .map(|d| d.as_nanos());
+            let job_response = match retired {
+                Some(tally) => from_sketch(&tally.response, responses),
+                None => Percentiles::from_samples(responses),
+            };
+            let latencies = t.wakeup_latencies.iter().map(|d| d.as_nanos());
+            let wakeup_latency = match &t.wakeup_sketch {
+                // The sketch counts every latency, the kept ones too.
+                Some(sketch) => from_sketch(sketch, std::iter::empty()),
+                None => Percentiles::from_samples(latencies),
+            };
             ThreadMetrics {
                 id: t.id.0,
                 name: t.name.clone(),
@@ -176,16 +203,11 @@ pub fn metrics(result: &RunResult) -> Metrics {
                 share: share(t.cpu_time.as_nanos()),
                 guarantee: t.guarantee.clone(),
                 guaranteed_share: t.guaranteed_share.map(CpuShare::as_f64),
-                wakeup_latency: Percentiles::from_samples(
-                    t.wakeup_latencies.iter().map(|d| d.as_nanos()),
-                ),
-                jobs: jobs.len() as u64,
-                job_response: Percentiles::from_samples(
-                    jobs.iter()
-                        .filter_map(|j| j.response())
-                        .map(|d| d.as_nanos()),
-                ),
-                deadline_misses: jobs.iter().filter(|j| j.missed(end)).count() as u64,
+                wakeup_latency,
+                jobs: jobs.len() as u64 + retired.map_or(0, |r| r.count),
+                job_response,
+                deadline_misses: jobs.iter().filter(|j| j.missed(end)).count() as u64
+                    + retired.map_or(0, |r| r.missed),
                 max_gap_ns: t.max_runnable_gap.as_nanos(),
                 context_switches: t.context_switches,
                 migrations: t.migrations,
@@ -227,6 +249,7 @@ pub fn metrics(result: &RunResult) -> Metrics {
             .fold(0u64, u64::saturating_add)
     };
     let idle_ns = sum(|c| c.idle.as_nanos());
+    let retired = |f: fn(&JobTally) -> u64| result.retired_jobs.iter().map(f).sum::<u64>();
     let global = Global {
         scenario: result.scenario.clone(),
         platform: result.platform.clone(),
@@ -241,8 +264,9 @@ pub fn metrics(result: &RunResult) -> Metrics {
         overhead_ns: sum(|c| c.overhead.as_nanos()),
         idle_ns,
         idle_fraction: ratio(idle_ns, u128::from(result.cpus) * u128::from(horizon)),
-        jobs: result.jobs.len() as u64,
-        deadline_misses: result.jobs.iter().filter(|j| j.missed(end)).count() as u64,
+        jobs: result.jobs.len() as u64 + retired(|r| r.count),
+        deadline_misses: result.jobs.iter().filter(|j| j.missed(end)).count() as u64
+            + retired(|r| r.missed),
     };
 
     Metrics {
@@ -251,6 +275,19 @@ pub fn metrics(result: &RunResult) -> Metrics {
         threads,
         schedulers,
         log,
+        limits: result.limits.clone(),
+    }
+}
+
+/// The percentiles of the samples `sketch` counts plus `more`.
+fn from_sketch(sketch: &Sketch, more: impl Iterator<Item = u64>) -> Percentiles {
+    let mut all = sketch.clone();
+    more.for_each(|v| all.add(v));
+    Percentiles {
+        count: all.count(),
+        p50_ns: all.percentile(50),
+        p99_ns: all.percentile(99),
+        max_ns: all.max(),
     }
 }
 

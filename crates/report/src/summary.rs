@@ -29,7 +29,19 @@ pub fn summary(result: &RunResult) -> String {
     schedulers(&m, &mut out);
     global(&m, &mut out);
     log(&m, &mut out);
+    limits(&m, &mut out);
     out
+}
+
+/// The bounds on memory the run reached (nothing for a run that fits).
+fn limits(m: &Metrics, out: &mut String) {
+    if m.limits.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nlimits reached");
+    for l in &m.limits {
+        let _ = writeln!(out, "  {l}");
+    }
 }
 
 fn header(m: &Metrics, out: &mut String) {

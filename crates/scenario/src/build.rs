@@ -60,9 +60,11 @@ pub(crate) fn build(
         Some(n) => n.str("description", "a string")?.to_string(),
         None => String::new(),
     };
-    let horizon = top
-        .require("horizon", "how long to run, e.g. horizon = \"2s\"")?
-        .positive_duration("horizon")?;
+    let horizon_node = top.require("horizon", "how long to run, e.g. horizon = \"2s\"")?;
+    let horizon = horizon_node.positive_duration("horizon")?;
+    if let Some(problem) = hsched_model::horizon_problem(horizon) {
+        return Err(Fail::new(&horizon_node.span, "horizon", problem));
+    }
     let seed = match top.get("seed") {
         Some(n) => n.count("seed")?,
         None => 0,

@@ -18,6 +18,7 @@ mod domains;
 mod error;
 mod hierarchy;
 pub mod import;
+pub mod input;
 mod program;
 mod tree;
 
@@ -60,7 +61,7 @@ pub fn plugins(text: &str, file_name: &str) -> Result<Vec<String>, ScenarioError
 /// Reads and parses a scenario file; the error names the path as given.
 pub fn load(path: &Path) -> Result<Scenario, ScenarioError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| ScenarioError::whole_file(&file, format!("cannot read the scenario: {e}")))?;
+    let text =
+        input::read_text(path, "the scenario").map_err(|e| ScenarioError::whole_file(&file, e))?;
     parse(&text, &file)
 }

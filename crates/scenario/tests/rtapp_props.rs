@@ -160,3 +160,59 @@ proptest! {
         }
     }
 }
+
+/// An rt-app file whose global duration and one task's run, sleep and
+/// SCHED_DEADLINE runtime are the given integers.
+fn with_durations(duration: i64, run: i64, sleep: i64, runtime: i64) -> String {
+    format!(
+        r#"{{ "global": {{ "duration": {duration} }},
+  "tasks": {{ "a": {{ "run": {run}, "sleep": {sleep} }},
+             "d": {{ "policy": "SCHED_DEADLINE", "dl-runtime": {runtime}, "dl-period": {runtime}, "run": 1 }} }} }}"#
+    )
+}
+
+/// Integers across the whole range, with the edges of what fits hsched's
+/// 64-bit nanoseconds and horizon bound well represented.
+fn any_duration() -> impl Strategy<Value = i64> {
+    prop_oneof![
+        -5i64..100_000,
+        Just(86_400),
+        Just(86_401),
+        Just((u64::MAX / 1000) as i64),
+        Just((u64::MAX / 1000) as i64 + 1),
+        Just(i64::MAX),
+        any::<i64>(),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Whatever durations the file gives, the import either refuses it
+    /// naming the key, or writes TOML the scenario parser accepts: an
+    /// error in a scenario run from an rt-app file is never about lines of
+    /// TOML the user did not write.
+    #[test]
+    fn imported_durations_always_parse_or_are_refused_by_key(
+        duration in any_duration(),
+        run in any_duration(),
+        sleep in any_duration(),
+        runtime in any_duration(),
+    ) {
+        let text = with_durations(duration, run, sleep, runtime);
+        match import(&text, "d.json", &Options::default()) {
+            Ok(imported) => {
+                let parsed = hsched_scenario::parse(&imported.toml, "d.toml");
+                prop_assert!(parsed.is_ok(), "{text}\n{:?}", parsed.err());
+            }
+            Err(e) => {
+                let msg = e.to_string();
+                prop_assert!(msg.starts_with("d.json:"), "{msg}");
+                prop_assert!(
+                    msg.contains("MAX_HORIZON") || msg.contains("MAX_DURATION_US") || msg.contains("dl-"),
+                    "{msg}"
+                );
+            }
+        }
+    }
+}

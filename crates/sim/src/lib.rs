@@ -12,13 +12,16 @@
 //! idle equals the horizon.
 
 pub mod conformance;
+mod jobs;
 mod program;
 pub mod workloads;
 mod world;
 
+pub use jobs::{JobSink, DEFAULT_KEEP_JOBS, MIN_KEEP_JOBS};
 pub use program::draw;
 pub use world::{CallOutcome, CallRecord, MAX_DEPTH};
 use world::{Ev, World};
+pub use world::{DEFAULT_TRACE_LIMIT, MAX_KEPT_LATENCIES, MAX_LOG_ENTRIES};
 
 use hsched_core::{Duration, Instant};
 use hsched_dispatch::{build_hierarchy, Config, Dispatcher};
@@ -87,7 +90,7 @@ impl<'a> Simulation<'a> {
         for info in extra {
             disp.add_policy(info);
         }
-        let mut world = World::new(scn, seed, opts.trace);
+        let mut world = World::new(scn, seed, opts.trace, horizon);
         build_hierarchy(&mut disp, &mut world, scn)?;
         for (i, spec) in scn.threads.iter().enumerate() {
             world.push(spec.arrival, Ev::Arrive(i));
@@ -104,6 +107,25 @@ impl<'a> Simulation<'a> {
             world_events: 0,
             started,
         })
+    }
+
+    /// Holds at most `keep` job records in memory (at least
+    /// [`MIN_KEEP_JOBS`]; default [`DEFAULT_KEEP_JOBS`]); beyond, the jobs
+    /// are counted in the result's `retired_jobs`.
+    pub fn keep_jobs(&mut self, keep: usize) {
+        self.world.jobs.set_keep(keep);
+    }
+
+    /// Hands each job record the run stops holding to `sink`, as it goes:
+    /// with the result's `jobs` at the end, every job exactly once.
+    pub fn set_job_sink(&mut self, sink: JobSink) {
+        self.world.jobs.set_sink(sink);
+    }
+
+    /// Drops the trace once it holds more than `limit` segments and marks
+    /// (default [`DEFAULT_TRACE_LIMIT`]); the result says so in `limits`.
+    pub fn trace_limit(&mut self, limit: usize) {
+        self.world.trace_limit = limit;
     }
 
     /// The end of the run.

@@ -2,6 +2,7 @@
 //! mutexes, the event queue, and the accounting that becomes a `RunResult`.
 //! It is the `Platform` the dispatcher drives.
 
+use crate::jobs::JobStore;
 use crate::program::{
     compile, draw, draw_constraint, draw_randres, ConstraintsPhase, ConstraintsState, Cursor,
     FramesState, Instr, PeriodicState, RandresJob, RandresPhase, RandresState, SyncKind,
@@ -10,13 +11,46 @@ use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
 use hsched_dispatch::{Dispatcher, Platform};
 use hsched_model::{
     Action, ConstraintLoad, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult,
-    Scenario, Segment, SegmentKind, Target, ThreadResult, Trace,
+    Scenario, Segment, SegmentKind, Sketch, Target, ThreadResult, Trace,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashSet, VecDeque};
 use std::rc::Rc;
+
+/// How many segments and marks a trace holds by default before it is
+/// dropped (about 40 bytes each: some 80 MB): enough for a minute of a
+/// busy 8-CPU machine at a 1 ms tick, while a run of a 1 ns period
+/// cannot fill memory with its timeline.
+pub const DEFAULT_TRACE_LIMIT: usize = 2_000_000;
+
+/// How many wakeup latencies a thread keeps one by one (8 bytes each:
+/// 800 kB a thread); past that, all of them are counted in a bounded
+/// histogram ([`Sketch`]) and the first ones stay for the plots.
+pub const MAX_KEPT_LATENCIES: usize = 100_000;
+
+/// How many log entries of its workload (message replies and refusals,
+/// moves) a run keeps (some 100 bytes each: about 10 MB); a program that
+/// sends a message every few nanoseconds would otherwise fill memory.
+pub const MAX_LOG_ENTRIES: usize = 100_000;
+
+/// Records one wakeup latency of a thread within the bound.
+fn add_latency(stats: &mut ThreadResult, latency: Duration) {
+    let ns = latency.as_nanos();
+    if let Some(sketch) = &mut stats.wakeup_sketch {
+        sketch.add(ns);
+    } else if stats.wakeup_latencies.len() < MAX_KEPT_LATENCIES {
+        stats.wakeup_latencies.push(latency);
+    } else {
+        let mut sketch = Sketch::default();
+        for l in &stats.wakeup_latencies {
+            sketch.add(l.as_nanos());
+        }
+        sketch.add(ns);
+        stats.wakeup_sketch = Some(sketch);
+    }
+}
 
 #[path = "trains.rs"]
 mod trains;
@@ -123,15 +157,21 @@ pub(crate) struct World {
     /// Threads handed a mutex or a signal, to be resumed once the current
     /// step is done.
     handed_over: Vec<ThreadId>,
-    jobs: Vec<JobRecord>,
+    pub(crate) jobs: JobStore,
     log: Vec<LogEntry>,
+    /// Entries past `MAX_LOG_ENTRIES`, not kept.
+    log_dropped: u64,
     trace: Option<Trace>,
+    /// The bound on the trace's segments and marks together.
+    pub(crate) trace_limit: usize,
+    /// The trace reached `trace_limit` and was dropped.
+    trace_dropped: bool,
     domains: Vec<Domain>,
     calls: Vec<CallRecord>,
 }
 
 impl World {
-    pub(crate) fn new(scn: &Scenario, seed: u64, trace: bool) -> Self {
+    pub(crate) fn new(scn: &Scenario, seed: u64, trace: bool, horizon: Instant) -> Self {
         let mut world = World {
             seed,
             cs: scn.machine.context_switch,
@@ -156,9 +196,12 @@ impl World {
             semaphore_names: Vec::new(),
             semaphores: Vec::new(),
             handed_over: Vec::new(),
-            jobs: Vec::new(),
+            jobs: JobStore::new(horizon),
             log: Vec::new(),
+            log_dropped: 0,
             trace: trace.then(Trace::default),
+            trace_limit: DEFAULT_TRACE_LIMIT,
+            trace_dropped: false,
             domains: Vec::new(),
             calls: Vec::new(),
         };
@@ -219,13 +262,68 @@ impl World {
     }
 
     fn record(&mut self, at: Instant, kind: LogKind, text: String) {
-        self.log.push(LogEntry { at, kind, text });
+        if self.log.len() < MAX_LOG_ENTRIES {
+            self.log.push(LogEntry { at, kind, text });
+        } else {
+            self.log_dropped += 1;
+        }
     }
 
     fn mark(&mut self, at: Instant, thread: Option<ThreadId>, kind: MarkKind) {
         if let Some(trace) = &mut self.trace {
             trace.marks.push(Mark { at, thread, kind });
+            self.bound_trace();
         }
+    }
+
+    /// Drops the trace once it holds more than `trace_limit` segments and
+    /// marks: a run does not grow without bound for its timeline.
+    fn bound_trace(&mut self) {
+        if let Some(trace) = &self.trace {
+            if trace.segments.len() + trace.marks.len() > self.trace_limit {
+                self.trace = None;
+                self.trace_dropped = true;
+            }
+        }
+    }
+
+    /// Records a job; its index stays valid while the thread's program
+    /// holds it (see [`JobStore`]).
+    fn push_job(&mut self, job: JobRecord) {
+        if self.jobs.full() {
+            let live = self.live_jobs();
+            let names: Vec<&str> = self.threads.iter().map(|t| t.stats.name.as_str()).collect();
+            for (at, t, job) in self.jobs.retire(&live, &names) {
+                self.mark(at, Some(t), MarkKind::DeadlineMiss { job });
+            }
+        }
+        self.jobs.push(job);
+    }
+
+    /// The job records the threads' programs still hold.
+    fn live_jobs(&self) -> HashSet<usize> {
+        let mut live = HashSet::new();
+        for th in &self.threads {
+            let c = &th.cursor;
+            live.extend(c.periodic.iter().filter_map(|p| p.record));
+            live.extend(c.frames.iter().map(|f| f.record));
+            live.extend(th.wakeup_job);
+            if let Some(RandresState {
+                phase: RandresPhase::Running { record, .. },
+                ..
+            }) = c.randres
+            {
+                live.insert(record);
+            }
+            if let Some(ConstraintsState {
+                phase: ConstraintsPhase::Await { record, .. } | ConstraintsPhase::Running { record },
+                ..
+            }) = c.constraints
+            {
+                live.insert(record);
+            }
+        }
+        live
     }
 
     pub(crate) fn handle(&mut self, disp: &mut Dispatcher, scn: &Scenario, now: Instant, ev: Ev) {
@@ -374,7 +472,7 @@ impl World {
         let on_cpu = th.cpu.is_some();
         th.wakeup_job = (!on_cpu).then_some(self.jobs.len());
         let ran = on_cpu.then_some(now);
-        self.jobs.push(JobRecord {
+        self.push_job(JobRecord {
             thread: t,
             job,
             release: at,
@@ -419,7 +517,7 @@ impl World {
                     .arg("relative", Value::Bool(true));
                 let admitted = self.send(disp, now, t, &Target::Parent, &msg);
                 let record = self.jobs.len();
-                self.jobs.push(JobRecord {
+                self.push_job(JobRecord {
                     thread: t,
                     job: n,
                     release: now,
@@ -721,7 +819,7 @@ impl World {
                             }
                             let n = st.done;
                             let record = self.jobs.len();
-                            self.jobs.push(JobRecord {
+                            self.push_job(JobRecord {
                                 thread: t,
                                 job: n,
                                 release: job.start,
@@ -923,7 +1021,7 @@ impl World {
                     th.cursor.pc += 1;
                     // A late job that follows its predecessor on the CPU starts now.
                     let start = th.cpu.map(|_| now);
-                    self.jobs.push(JobRecord {
+                    self.push_job(JobRecord {
                         thread: t,
                         job,
                         release,
@@ -983,7 +1081,7 @@ impl World {
         max_gap: Duration,
     ) -> usize {
         let on_cpu = self.threads[t.index()].cpu.is_some();
-        self.jobs.push(JobRecord {
+        self.push_job(JobRecord {
             thread: t,
             job,
             release,
@@ -1069,7 +1167,10 @@ impl World {
             if th.exited {
                 continue;
             }
-            let mut pending = Vec::new();
+            // Each periodic timer's first pending release, job number,
+            // period, deadline and job count: the releases themselves are
+            // made one by one below (there may be a billion of them).
+            let mut timers = Vec::new();
             for p in &th.cursor.periodic {
                 let Instr::PeriodicStart {
                     period,
@@ -1084,23 +1185,23 @@ impl World {
                 if p.record.is_none() || period.is_zero() {
                     continue;
                 }
-                let (mut release, mut job) = (p.next_release.saturating_add(*period), p.job + 1);
+                let first = p.next_release.saturating_add(*period);
+                timers.push((first, p.job + 1, *period, *deadline, *jobs));
+            }
+            for (mut release, mut job, period, deadline, jobs) in timers {
                 while release < horizon && jobs.is_none_or(|n| job < n) {
-                    pending.push((job, release, release.saturating_add(*deadline)));
-                    release = release.saturating_add(*period);
+                    self.push_job(JobRecord {
+                        thread: ThreadId(t as u32),
+                        job,
+                        release,
+                        start: None,
+                        finish: None,
+                        deadline: release.saturating_add(deadline),
+                        admitted: None,
+                    });
+                    release = release.saturating_add(period);
                     job += 1;
                 }
-            }
-            for (job, release, deadline) in pending {
-                self.jobs.push(JobRecord {
-                    thread: ThreadId(t as u32),
-                    job,
-                    release,
-                    start: None,
-                    finish: None,
-                    deadline,
-                    admitted: None,
-                });
             }
         }
     }
@@ -1186,6 +1287,7 @@ impl World {
             end,
             what,
         });
+        self.bound_trace();
     }
 
     pub(crate) fn finish(
@@ -1244,6 +1346,51 @@ impl World {
                 stats
             })
             .collect::<Vec<_>>();
+        let keep = self.jobs.keep();
+        let (jobs, retired_jobs, retired) = self.jobs.into_parts();
+        let mut limits = Vec::new();
+        if retired > 0 {
+            let total = retired + jobs.len() as u64;
+            limits.push(format!(
+                "jobs: {total} jobs, more than the {keep} job records a run holds (--keep-jobs): \
+                 {retired} are counted in the metrics (response times from a histogram, \
+                 within 0.8 %) without their records"
+            ));
+        }
+        let sketched: Vec<&str> = threads
+            .iter()
+            .filter(|t| t.wakeup_sketch.is_some())
+            .map(|t| t.name.as_str())
+            .collect();
+        if !sketched.is_empty() {
+            let named = if sketched.len() > 5 {
+                format!(
+                    "{} threads ({}, ...)",
+                    sketched.len(),
+                    sketched[..5].join(", ")
+                )
+            } else {
+                sketched.join(", ")
+            };
+            limits.push(format!(
+                "wakeup latencies: more than {MAX_KEPT_LATENCIES} of a thread (MAX_KEPT_LATENCIES) \
+                 for {named}: their percentiles come from a histogram (within 0.8 %), the plots \
+                 show the first {MAX_KEPT_LATENCIES}"
+            ));
+        }
+        if self.log_dropped > 0 {
+            limits.push(format!(
+                "log: more than {MAX_LOG_ENTRIES} entries of the threads' messages and moves \
+                 (MAX_LOG_ENTRIES): the first {MAX_LOG_ENTRIES} are kept, {} more were not",
+                self.log_dropped
+            ));
+        }
+        if self.trace_dropped {
+            limits.push(format!(
+                "trace: more than {} segments and marks (--trace-limit): not kept",
+                self.trace_limit
+            ));
+        }
         let mut trace = self.trace;
         if let Some(trace) = &mut trace {
             trace.thread_names = threads.iter().map(|t| t.name.clone()).collect();
@@ -1272,7 +1419,9 @@ impl World {
             decisions: disp.decisions(),
             events,
             wall_ns: wall.as_nanos() as u64,
-            jobs: self.jobs,
+            jobs,
+            retired_jobs,
+            limits,
             log,
             trace,
         }
@@ -1314,7 +1463,7 @@ impl Platform for World {
         th.last_cpu = Some(cpu);
         th.cpu = Some(cpu);
         if let Some(woke) = th.woke_at.take() {
-            th.stats.wakeup_latencies.push(now.saturating_since(woke));
+            add_latency(&mut th.stats, now.saturating_since(woke));
         }
         if let Some(since) = th.waiting_since.take() {
             th.stats.max_runnable_gap = th.stats.max_runnable_gap.max(now.saturating_since(since));

@@ -110,18 +110,18 @@ impl Domain {
 /// Reads a spec file and the base scenario it names.
 pub fn load(path: &Path) -> Result<Spec, SpecError> {
     let file = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| SpecError {
-        file: file.clone(),
-        at: None,
-        key: String::new(),
-        message: format!("cannot read the sweep spec: {e}"),
-    })?;
+    let text =
+        hsched_scenario::input::read_text(path, "the sweep spec").map_err(|e| SpecError {
+            file: file.clone(),
+            at: None,
+            key: String::new(),
+            message: e,
+        })?;
     let dir = path.parent().unwrap_or(Path::new(""));
     parse(&text, &file, &|rel: &str| {
         let p = dir.join(rel);
-        std::fs::read_to_string(&p)
+        hsched_scenario::input::read_text(&p, &format!("`{}`", p.display()))
             .map(|t| (p.display().to_string(), t))
-            .map_err(|e| format!("cannot read `{}`: {e}", p.display()))
     })
 }
 

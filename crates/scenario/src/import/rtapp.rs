@@ -30,6 +30,12 @@ use std::collections::BTreeSet;
 /// thread ends or rt-app is stopped): hsched needs one.
 pub const DEFAULT_HORIZON_S: u64 = 10;
 
+/// The longest rt-app duration (microseconds) whose nanoseconds fit the
+/// 64-bit time hsched counts in (about 584 years): a longer one is refused
+/// at import rather than written as a TOML value the scenario parser
+/// would refuse.
+pub const MAX_DURATION_US: u64 = u64::MAX / 1000;
+
 /// The `sfq` quantum standing in for CFS's slice (the kernel's default base
 /// slice on a small machine is of this order).
 const OTHER_QUANTUM: &str = "\"3ms\"";
@@ -71,9 +77,13 @@ pub fn import(text: &str, file_name: &str, opts: &Options) -> Result<Imported, I
     })?;
     let mut cx = Cx {
         warnings: Vec::new(),
+        out_of_range: None,
     };
     let file = read_file(&root, &mut cx).map_err(|f| f.into_error(file_name))?;
     let toml = emit(&file, file_name, opts, &mut cx).map_err(|f| f.into_error(file_name))?;
+    if let Some(fail) = cx.out_of_range {
+        return Err(fail.into_error(file_name));
+    }
     // In file order (those about no place first), whatever pass found them.
     cx.warnings.sort_by_key(|w| (w.line, w.column));
     let mut header = format!(
@@ -135,9 +145,17 @@ impl Fail {
 /// Collects the warnings.
 struct Cx {
     warnings: Vec<Warning>,
+    out_of_range: Option<Fail>,
 }
 
 impl Cx {
+    /// Refuses the file (after the pass that found it) for a value hsched
+    /// cannot represent; the first one found is reported.
+    fn out_of_range(&mut self, pos: Pos, path: &str, message: impl Into<String>) {
+        self.out_of_range
+            .get_or_insert_with(|| Fail::at(pos, path, message));
+    }
+
     fn warn(&mut self, pos: Pos, path: &str, message: impl Into<String>) {
         self.warnings.push(Warning {
             path: path.to_string(),
@@ -647,6 +665,13 @@ fn read_class(
                         format!("{i} is negative: taken as 0"),
                     );
                 }
+                if i > 0 && i as u64 > MAX_DURATION_US {
+                    return Err(Fail::at(
+                        pos,
+                        &format!("{path}.{key}"),
+                        format!("{i}us is out of range: at most {MAX_DURATION_US}us (MAX_DURATION_US, 64-bit nanoseconds)"),
+                    ));
+                }
                 Some(i.max(0) as u64)
             }
         })
@@ -821,7 +846,18 @@ struct ThreadOut {
 }
 
 fn emit(file: &File, file_name: &str, opts: &Options, cx: &mut Cx) -> Result<String, Fail> {
+    let max_horizon_s = hsched_model::MAX_HORIZON.as_nanos() / 1_000_000_000;
     let horizon_s = match file.duration_s {
+        Some((d, pos)) if d > 0 && d as u64 > max_horizon_s => {
+            return Err(Fail::at(
+                pos,
+                "global.duration",
+                format!(
+                    "{d}s is longer than the longest horizon hsched runs, {max_horizon_s}s \
+                     (MAX_HORIZON)"
+                ),
+            ));
+        }
         Some((d, _)) if d > 0 => d as u64,
         Some((d, pos)) => {
             cx.warn(pos, "global.duration", format!("{d}: rt-app runs until every thread ends or it is stopped; hsched needs a horizon: {DEFAULT_HORIZON_S}s (change it with `hsched sim --horizon`)"));

@@ -244,6 +244,16 @@ fn us_to_ns(us: i64, e: &Event, cx: &mut Cx) -> u64 {
     if us < 0 {
         cx.warn(e.pos, &e.path, format!("{us}us is negative: taken as 0"));
     }
+    if us > 0 && us as u64 > super::MAX_DURATION_US {
+        cx.out_of_range(
+            e.pos,
+            &e.path,
+            format!(
+                "{us}us is out of range: at most {}us (MAX_DURATION_US, 64-bit nanoseconds)",
+                super::MAX_DURATION_US
+            ),
+        );
+    }
     (us.max(0) as u64).saturating_mul(1000)
 }
 
