@@ -13,7 +13,7 @@
 //! Everything it needs is re-exported here. Then one line makes the crate a
 //! plugin:
 //!
-//! ```ignore
+//! ```text
 //! hsched_plugin::export_policy!(INFO, hls_rule = "ALL -> NULL+");
 //! ```
 //!
@@ -97,7 +97,7 @@ pub mod __private {
 /// Makes this crate a plugin exporting the given policies: defines the
 /// library's entry symbol ([`abi::ENTRY_SYMBOL`]) and its table.
 ///
-/// ```ignore
+/// ```text
 /// // One policy:
 /// hsched_plugin::export_policy!(INFO);
 /// // One policy with its HLS conversion rule (Table 1 notation):
