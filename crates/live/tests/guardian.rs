@@ -229,7 +229,7 @@ fn arb_original() -> impl Strategy<Value = Original> {
 proptest! {
     #[test]
     fn every_line_round_trips(o in arb_original(), pid in 1i32..=i32::MAX) {
-        for line in [Line::Manage(o.clone()), Line::Stopped(pid), Line::Resumed(pid), Line::Release(pid), Line::Beat] {
+        for line in [Line::Manage(o.clone()), Line::Stopped(pid), Line::Resumed(pid), Line::Release(pid), Line::Autogroup(pid % 2 == 0), Line::Beat] {
             prop_assert_eq!(parse(&line.to_string()), Ok(line.clone()));
         }
     }
