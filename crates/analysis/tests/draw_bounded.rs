@@ -68,7 +68,10 @@ fn a_scheduler_at_the_limit_is_drawn_in_full() {
     let b = crowded(THREADS_PER_SCHEDULER);
     let svg = draw::svg(&b.scn, &b.analyse());
     let texts = texts(&svg);
-    assert!(!texts.iter().any(|t| t.contains("more threads")), "{texts:?}");
+    assert!(
+        !texts.iter().any(|t| t.contains("more threads")),
+        "{texts:?}"
+    );
     for i in 0..THREADS_PER_SCHEDULER - 1 {
         assert!(texts.contains(&format!("t{i}")), "t{i}: {texts:?}");
     }
@@ -103,7 +106,10 @@ fn a_large_hierarchy_is_a_layered_tree_without_overlaps() {
     }
     // One line per edge of the analysis, each ending inside the drawing.
     let width = num(doc.root_element(), "width");
-    let lines: Vec<_> = doc.descendants().filter(|n| n.has_tag_name("line")).collect();
+    let lines: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("line"))
+        .collect();
     assert_eq!(lines.len(), a.edges.len());
     for l in lines {
         for k in ["x1", "x2"] {

@@ -88,7 +88,12 @@ fn rt_app_barriers_import_linear_in_the_tasks_and_simulate() {
     let (one, two, three) = (import(1000), import(2000), import(3000));
     // Linear: twice the tasks, about twice the TOML (the header is fixed).
     let ratio = two.len() as f64 / one.len() as f64;
-    assert!((1.8..2.2).contains(&ratio), "{} -> {} bytes", one.len(), two.len());
+    assert!(
+        (1.8..2.2).contains(&ratio),
+        "{} -> {} bytes",
+        one.len(),
+        two.len()
+    );
     let toml = text(&three);
     assert_eq!(toml.matches("{ barrier = \"B\" }").count(), 3000);
 
@@ -146,7 +151,12 @@ program = [ { run = "1ms" }, { sleep = "5ms" } ]
     let svg = common::tmp("bounded-scale", "crowd.svg");
     let ran = bounded(
         "check-svg",
-        &["check", file.to_str().unwrap(), "--svg", svg.to_str().unwrap()],
+        &[
+            "check",
+            file.to_str().unwrap(),
+            "--svg",
+            svg.to_str().unwrap(),
+        ],
         Duration::from_secs(120),
     );
     assert_eq!(ran.code, Some(0), "{}", ran.stderr);

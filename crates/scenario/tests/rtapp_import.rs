@@ -352,10 +352,7 @@ fn what_hsched_cannot_express_is_named_with_its_path() {
     assert!(warned(&i, "tasks.t.taskgroup", "task groups"));
     assert!(warned(&i, "tasks.t.frobnicate", "unknown key"));
     assert!(warned(&i, "tasks.u", "instance: 0"));
-    assert_eq!(
-        program(&scn, "t"),
-        "loop [run 10us; barrier B; sleep 5us]"
-    );
+    assert_eq!(program(&scn, "t"), "loop [run 10us; barrier B; sleep 5us]");
     assert_eq!(program(&scn, "v"), "loop [run 1us; barrier B]");
     assert!(!scn.threads.iter().any(|t| t.name == "u"));
     // Every warning is in the TOML too.

@@ -60,14 +60,22 @@ fn nobody_passes_until_the_last_party_arrives() {
 #[test]
 fn rounds_follow_the_slowest_party() {
     let scn = scenario(vec![
-        thread("fast", 1, vec![Op::Loop {
-            count: Some(3),
-            body: vec![run(1), barrier()],
-        }]),
-        thread("slow", 2, vec![Op::Loop {
-            count: Some(3),
-            body: vec![sleep(4), barrier()],
-        }]),
+        thread(
+            "fast",
+            1,
+            vec![Op::Loop {
+                count: Some(3),
+                body: vec![run(1), barrier()],
+            }],
+        ),
+        thread(
+            "slow",
+            2,
+            vec![Op::Loop {
+                count: Some(3),
+                body: vec![sleep(4), barrier()],
+            }],
+        ),
     ]);
     let r = go(&scn);
     // Rounds close when `slow` arrives: at 4, 8 and 12ms.
@@ -83,10 +91,14 @@ fn a_party_back_before_the_others_ran_waits_for_the_next_round() {
     // once, before `x` has run: it must wait for `x`'s second arrival,
     // not pass on the first round's release.
     let scn = scenario(vec![
-        thread("x", 2, vec![Op::Loop {
-            count: Some(2),
-            body: vec![barrier(), run(1)],
-        }]),
+        thread(
+            "x",
+            2,
+            vec![Op::Loop {
+                count: Some(2),
+                body: vec![barrier(), run(1)],
+            }],
+        ),
         thread("y", 1, vec![sleep(5), barrier(), barrier(), run(1)]),
     ]);
     let r = go(&scn);

@@ -97,7 +97,11 @@ fn drawing(scn: &Scenario, a: &Analysis) -> Drawing {
                 shown.push(i);
             }
         }
-        let rest: Vec<usize> = edges.iter().copied().filter(|i| !shown.contains(i)).collect();
+        let rest: Vec<usize> = edges
+            .iter()
+            .copied()
+            .filter(|i| !shown.contains(i))
+            .collect();
         hidden.extend(&rest);
         summaries.push((&s.name, rest));
     }
@@ -109,7 +113,12 @@ fn drawing(scn: &Scenario, a: &Analysis) -> Drawing {
         index.insert(key, nodes.len());
         nodes.push(Node { label, shape });
     };
-    add(&mut nodes, "machine".into(), super::cpus_text(a), Shape::Plain);
+    add(
+        &mut nodes,
+        "machine".into(),
+        super::cpus_text(a),
+        Shape::Plain,
+    );
     for s in &scn.schedulers {
         add(
             &mut nodes,
@@ -321,7 +330,10 @@ fn layered(d: &Drawing) -> String {
     // chain of schedulers may be deep).
     let mut order = Vec::with_capacity(n);
     let mut depth = vec![0usize; n];
-    let mut stack: Vec<usize> = (0..n).filter(|&i| first_parent[i].is_none()).rev().collect();
+    let mut stack: Vec<usize> = (0..n)
+        .filter(|&i| first_parent[i].is_none())
+        .rev()
+        .collect();
     while let Some(v) = stack.pop() {
         order.push(v);
         for &c in children[v].iter().rev() {
@@ -355,8 +367,8 @@ fn layered(d: &Drawing) -> String {
     }
     let y = |v: usize| MARGIN + depth[v] as f64 * ROW_HEIGHT + NODE_HEIGHT / 2.0;
     let width = next_root + MARGIN;
-    let height = MARGIN * 2.0 + (depth.iter().max().copied().unwrap_or(0) as f64) * ROW_HEIGHT
-        + NODE_HEIGHT;
+    let height =
+        MARGIN * 2.0 + (depth.iter().max().copied().unwrap_or(0) as f64) * ROW_HEIGHT + NODE_HEIGHT;
 
     let mut out = String::new();
     let _ = writeln!(
