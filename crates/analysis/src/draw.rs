@@ -1,8 +1,8 @@
 //! The labelled hierarchy of [`crate::compose`], for people and for tools:
 //! the text tree `hsched check` prints, Graphviz DOT, an SVG drawn like the
 //! HLS paper's Fig. 3 (schedulers as boxes, threads as ellipses, each arrow
-//! labelled with its guarantee; laid out with the `layout-rs` crate), and
-//! JSON with stable keys.
+//! labelled with its guarantee; the `svg` module says how its size is
+//! bounded), and JSON with stable keys.
 //!
 //! All four are deterministic: they follow the scenario's order and the
 //! analysis' order, never a hash order. Floating point appears only in the
@@ -15,6 +15,9 @@ use hsched_model::Scenario;
 use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
+
+mod svg;
+pub use svg::{LAYOUT_CRATE_MAX_NODES, THREADS_PER_SCHEDULER};
 
 /// "RESBS 40, 80 -> PSBE 0.5, 40 (Th. 4); ..." for a derivation's steps.
 pub fn steps_text(d: &Derivation) -> String {
@@ -236,6 +239,15 @@ fn dot_quote(s: &str) -> String {
     q
 }
 
+/// The machine's text: "CPU" or "4 CPUs".
+fn cpus_text(a: &Analysis) -> String {
+    if a.cpus == 1 {
+        "CPU".to_string()
+    } else {
+        format!("{} CPUs", a.cpus)
+    }
+}
+
 /// A scheduler's box text: its name, and its policy when that differs.
 fn sched_label(name: &str, policy: &str) -> String {
     if name == policy {
@@ -264,15 +276,10 @@ pub fn dot(scn: &Scenario, a: &Analysis) -> String {
     let _ = writeln!(out, "  rankdir=TB;");
     let _ = writeln!(out, "  node [fontname=\"Helvetica\"];");
     let _ = writeln!(out, "  edge [fontname=\"Helvetica\", fontsize=10];");
-    let cpus = if a.cpus == 1 {
-        "CPU".to_string()
-    } else {
-        format!("{} CPUs", a.cpus)
-    };
     let _ = writeln!(
         out,
         "  \"machine\" [shape=plaintext, label={}];",
-        dot_quote(&cpus)
+        dot_quote(&cpus_text(a))
     );
     for s in &scn.schedulers {
         let _ = writeln!(
@@ -314,99 +321,10 @@ pub fn dot(scn: &Scenario, a: &Analysis) -> String {
     out
 }
 
-/// An SVG drawing of the labelled hierarchy, like the paper's Fig. 3.
+/// An SVG drawing of the labelled hierarchy, like the paper's Fig. 3
+/// (bounded in size: see the `svg` module).
 pub fn svg(scn: &Scenario, a: &Analysis) -> String {
-    use layout::backends::svg::SVGWriter;
-    use layout::core::base::Orientation;
-    use layout::core::color::Color;
-    use layout::core::style::{LineStyleKind, StyleAttr};
-    use layout::std_shapes::render::get_shape_size;
-    use layout::std_shapes::shapes::{Arrow, Element, LineEndKind, ShapeKind};
-    use layout::topo::layout::VisualGraph;
-
-    let dir = Orientation::TopToBottom;
-    let font = 15;
-    let mut vg = VisualGraph::new(dir);
-    let mut handles = HashMap::new();
-    let mut add = |vg: &mut VisualGraph, key: String, shape: ShapeKind, look: StyleAttr| {
-        let size = get_shape_size(dir, &shape, font, false);
-        let h = vg.add_node(Element::create(shape, look, dir, size));
-        handles.insert(key, h);
-    };
-    let plain = StyleAttr::new(Color::fast("white"), 0, None, 0, font);
-    let cpus = if a.cpus == 1 {
-        "CPU".to_string()
-    } else {
-        format!("{} CPUs", a.cpus)
-    };
-    add(&mut vg, "machine".into(), ShapeKind::new_box(&cpus), plain);
-    for s in &scn.schedulers {
-        add(
-            &mut vg,
-            format!("s:{}", s.name),
-            ShapeKind::new_box(&sched_label(&s.name, &s.policy)),
-            StyleAttr::simple(),
-        );
-    }
-    for t in &scn.threads {
-        add(
-            &mut vg,
-            format!("t:{}", t.name),
-            ShapeKind::new_circle(&t.name),
-            StyleAttr::simple(),
-        );
-    }
-    let bad = error_edges(a);
-    for e in &a.edges {
-        let from = match &e.from {
-            Some(f) => format!("s:{f}"),
-            None => "machine".to_string(),
-        };
-        let to = format!("{}:{}", if e.to_thread { "t" } else { "s" }, e.to);
-        let (Some(&f), Some(&t)) = (handles.get(&from), handles.get(&to)) else {
-            continue;
-        };
-        let color = if bad.contains(&(e.from.as_deref(), e.to.as_str())) {
-            "red"
-        } else {
-            "black"
-        };
-        let look = StyleAttr::new(Color::fast(color), 2, None, 0, 13);
-        let arrow = Arrow::new(
-            LineEndKind::None,
-            LineEndKind::Arrow,
-            LineStyleKind::Normal,
-            &label_text(e),
-            &look,
-            &None,
-            &None,
-        );
-        vg.add_edge(arrow, f, t);
-    }
-    let mut w = SVGWriter::new();
-    vg.do_it(false, false, false, &mut w);
-    sorted_style(&w.finalize())
-}
-
-/// The SVG writer lists its font classes from a hash map, in no fixed
-/// order: sort the lines of the `<style>` block so the output is the same
-/// on every run (and add the label halo).
-fn sorted_style(svg: &str) -> String {
-    let (Some(open), Some(close)) = (svg.find("<style>"), svg.find("</style>")) else {
-        return svg.to_string();
-    };
-    if close < open {
-        return svg.to_string();
-    }
-    let head = open + "<style>".len();
-    let mut lines: Vec<&str> = svg[head..close].lines().filter(|l| !l.is_empty()).collect();
-    // A white halo behind every text, so an edge's label reads where the
-    // edge runs through it.
-    lines.push(
-        "text { paint-order: stroke; stroke: #ffffff; stroke-width: 4px; stroke-linejoin: round; }",
-    );
-    lines.sort_unstable();
-    format!("{}\n{}\n{}", &svg[..head], lines.join("\n"), &svg[close..])
+    svg::svg(scn, a)
 }
 
 #[derive(Serialize)]

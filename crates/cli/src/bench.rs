@@ -365,6 +365,45 @@ fn print_analysis(reps: usize) {
         "  {:.1} ms (composes: {composes}; target: well under 1 s)",
         best(&walls) / 1e6
     );
+    print_drawing(&scn, reps);
+}
+
+/// The hierarchy drawing (`check --svg`): of the analysis' hierarchy (laid
+/// out as a layered tree), and of 100,000 threads under one scheduler
+/// (drawn as a few and a summary leaf), best of `reps`, the analysis not
+/// counted.
+fn print_drawing(scn: &hsched_model::Scenario, reps: usize) {
+    let mut crowd = hsched_analysis::compose::bench_hierarchy(10);
+    let template = crowd.threads[0].clone();
+    for k in 0..100_000 - crowd.threads.len() {
+        let mut t = template.clone();
+        t.name = format!("crowd{k}");
+        t.parent = crowd.default_scheduler.clone();
+        t.params = Params::new();
+        t.needs = None;
+        crowd.threads.push(t);
+    }
+    let book = crate::rule_book();
+    println!();
+    println!("drawing: the hierarchy as SVG (`check --svg`), without the analysis:");
+    for (what, scn) in [
+        ("the hierarchy above, a layered tree", scn),
+        ("100,000 threads under one scheduler", &crowd),
+    ] {
+        let a = hsched_analysis::compose::analyse(scn, &book);
+        let mut walls = Vec::new();
+        let mut bytes = 0;
+        for _ in 0..reps {
+            let started = WallClock::now();
+            bytes = hsched_analysis::draw::svg(scn, &a).len();
+            walls.push(started.elapsed().as_nanos() as f64);
+        }
+        println!(
+            "  {what}: {:.1} ms, {} KiB (target: well under 1 s)",
+            best(&walls) / 1e6,
+            bytes / 1024
+        );
+    }
 }
 
 fn print_rialto(

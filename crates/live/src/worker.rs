@@ -170,6 +170,7 @@ fn op_name(op: &Op) -> &'static str {
         Op::Unlock(_) => "unlock",
         Op::Signal(_) => "signal",
         Op::Wait(_) => "wait",
+        Op::Barrier(_) => "barrier",
         Op::Sporadic { .. } => "sporadic",
         Op::Msg { .. } => "msg",
         Op::Loop { .. } => "loop",

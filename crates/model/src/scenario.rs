@@ -158,6 +158,11 @@ pub enum Op {
     /// Wait on a binary semaphore: take it if set (clearing it), else block
     /// until a signal.
     Wait(String),
+    /// Wait at a barrier by name until every thread whose program uses it
+    /// has arrived; the last to arrive lets them all through (in arrival
+    /// order) and the barrier starts its next round. Its parties are the
+    /// scenario's threads whose programs name it (rt-app's `barrier`).
+    Barrier(String),
     /// Sporadic jobs released by a semaphore (Yau Fig. 11's worker): wait
     /// on `on`, then run `body` as a job released at the time of the signal
     /// that let it through, due `deadline` later; again for ever or `jobs`

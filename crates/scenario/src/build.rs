@@ -131,6 +131,19 @@ pub(crate) fn build(
         .map(|t| (t.names.as_slice(), t.domain.as_ref(), &t.refs))
         .collect();
     domains::resolve(&mut domain_decls, &thread_refs, &script_refs)?;
+    // A barrier's parties are the threads whose programs name it; a stop's
+    // body is run by whichever thread calls it, so it cannot be one.
+    if let Some(b) = domain_decls.iter().flat_map(|d| &d.refs.barriers).next() {
+        return Err(Fail::new(
+            &b.span,
+            &b.path,
+            format!(
+                "barrier `{}` in a stop's body: a barrier's parties are the threads whose own programs use it",
+                b.name
+            ),
+        )
+        .help("put the barrier in the calling threads' programs, around the call"));
+    }
     check_semaphores(
         threads
             .iter()

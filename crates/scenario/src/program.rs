@@ -1,7 +1,8 @@
 //! Workload programs: the operations a thread runs (`run`, `spin`, `sleep`,
-//! `fault`, `periodic`, `lock`, `unlock`, `yield`, `msg`, `loop`, `randres`,
-//! `constraints`, `frames`, and the cross-domain `call`, `serve`, `kill`,
-//! `exit`) and the duration distributions they draw from.
+//! `fault`, `periodic`, `lock`, `unlock`, `signal`, `wait`, `barrier`,
+//! `sporadic`, `yield`, `msg`, `loop`, `randres`, `constraints`, `frames`,
+//! and the cross-domain `call`, `serve`, `kill`, `create`, `exit`) and the
+//! duration distributions they draw from.
 
 use crate::error::{did_you_mean, Fail, Span};
 use crate::tree::{index_path, Kind, Node, RawParam};
@@ -19,6 +20,7 @@ pub(crate) const OP_KEYS: &[&str] = &[
     "unlock",
     "signal",
     "wait",
+    "barrier",
     "sporadic",
     "yield",
     "msg",
@@ -62,6 +64,8 @@ pub(crate) struct Refs {
     pub signals: BTreeSet<String>,
     /// Semaphores waited on (`wait`, `sporadic`'s `on`).
     pub waits: Vec<NameRef>,
+    /// Barriers waited at.
+    pub barriers: Vec<NameRef>,
 }
 
 /// A non-empty list of operations.
@@ -141,6 +145,15 @@ fn op(node: &Node, path: &str, refs: &mut Refs) -> Result<Op, Fail> {
                 path: p.clone(),
             });
             Op::Wait(name.to_string())
+        }
+        "barrier" => {
+            let name = v.name(&p, "a barrier name")?;
+            refs.barriers.push(NameRef {
+                name: name.to_string(),
+                span: v.span.clone(),
+                path: p.clone(),
+            });
+            Op::Barrier(name.to_string())
         }
         "sporadic" => sporadic(v, &p, refs)?,
         "yield" => {
@@ -964,6 +977,7 @@ pub(crate) fn takes_time(ops: &[Op]) -> bool {
         | Op::Unlock(_)
         | Op::Signal(_)
         | Op::Wait(_)
+        | Op::Barrier(_)
         | Op::Msg { .. }
         | Op::Yield
         | Op::Call { .. }

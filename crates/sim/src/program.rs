@@ -22,6 +22,7 @@ pub(crate) enum Instr {
     Unlock(usize),
     Signal(usize),
     Wait(usize),
+    Barrier(usize),
     Msg(Target, Msg),
     Yield,
     /// Start of a loop; `end` is the index after the matching `LoopEnd`.
@@ -85,9 +86,10 @@ pub(crate) enum Instr {
 pub(crate) enum SyncKind {
     Mutex,
     Semaphore,
+    Barrier,
 }
 
-/// Compiles a program; mutex and semaphore names are interned through
+/// Compiles a program; mutex, semaphore and barrier names are interned through
 /// `intern`.
 pub(crate) fn compile(ops: &[Op], intern: &mut impl FnMut(SyncKind, &str) -> usize) -> Vec<Instr> {
     let mut out = Vec::new();
@@ -108,6 +110,7 @@ fn emit(ops: &[Op], out: &mut Vec<Instr>, intern: &mut impl FnMut(SyncKind, &str
             Op::Unlock(m) => out.push(Instr::Unlock(intern(SyncKind::Mutex, m))),
             Op::Signal(m) => out.push(Instr::Signal(intern(SyncKind::Semaphore, m))),
             Op::Wait(m) => out.push(Instr::Wait(intern(SyncKind::Semaphore, m))),
+            Op::Barrier(b) => out.push(Instr::Barrier(intern(SyncKind::Barrier, b))),
             Op::Msg { to, msg } => out.push(Instr::Msg(to.clone(), msg.clone())),
             Op::Yield => out.push(Instr::Yield),
             Op::Call { domain, stop, via } => out.push(Instr::Call {

@@ -16,7 +16,7 @@ use hsched_model::{
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet, VecDeque};
+use std::collections::{BinaryHeap, HashMap, HashSet, VecDeque};
 use std::rc::Rc;
 
 /// How many segments and marks a trace holds by default before it is
@@ -143,6 +143,13 @@ struct SemaphoreState {
     waiters: VecDeque<ThreadId>,
 }
 
+/// A barrier: how many threads it holds back until the last arrives, and
+/// those waiting at it now, in arrival order.
+struct BarrierState {
+    parties: usize,
+    arrived: Vec<ThreadId>,
+}
+
 pub(crate) struct World {
     seed: u64,
     cs: Duration,
@@ -154,9 +161,17 @@ pub(crate) struct World {
     mutexes: Vec<MutexState>,
     semaphore_names: Vec<String>,
     semaphores: Vec<SemaphoreState>,
+    barrier_names: Vec<String>,
+    barriers: Vec<BarrierState>,
+    /// Each barrier's parties: the threads whose programs use it.
+    barrier_parties: HashMap<String, usize>,
     /// Threads handed a mutex or a signal, to be resumed once the current
     /// step is done.
     handed_over: Vec<ThreadId>,
+    /// `handed_over` is being worked through (by the outermost `resume`):
+    /// a nested `resume` leaves what it hands over to that loop, so a
+    /// barrier releasing thousands of threads does not nest as deep.
+    draining: bool,
     pub(crate) jobs: JobStore,
     log: Vec<LogEntry>,
     /// Entries past `MAX_LOG_ENTRIES`, not kept.
@@ -195,7 +210,11 @@ impl World {
             mutexes: Vec::new(),
             semaphore_names: Vec::new(),
             semaphores: Vec::new(),
+            barrier_names: Vec::new(),
+            barriers: Vec::new(),
+            barrier_parties: barrier_parties(scn),
             handed_over: Vec::new(),
+            draining: false,
             jobs: JobStore::new(horizon),
             log: Vec::new(),
             log_dropped: 0,
@@ -219,12 +238,13 @@ impl World {
         &self.calls
     }
 
-    /// Compiles operations, interning mutex and semaphore names.
+    /// Compiles operations, interning mutex, semaphore and barrier names.
     fn compile_ops(&mut self, ops: &[hsched_model::Op]) -> Rc<[Instr]> {
         let mut intern = |kind: SyncKind, name: &str| {
             let names = match kind {
                 SyncKind::Mutex => &mut self.mutex_names,
                 SyncKind::Semaphore => &mut self.semaphore_names,
+                SyncKind::Barrier => &mut self.barrier_names,
             };
             if let Some(i) = names.iter().position(|n| n == name) {
                 return i;
@@ -237,6 +257,10 @@ impl World {
                     waiters: VecDeque::new(),
                 }),
                 SyncKind::Semaphore => self.semaphores.push(SemaphoreState::default()),
+                SyncKind::Barrier => self.barriers.push(BarrierState {
+                    parties: self.barrier_parties.get(name).copied().unwrap_or(1),
+                    arrived: Vec::new(),
+                }),
             }
             i
         };
@@ -720,8 +744,12 @@ impl World {
                 disp.thread_exit(self, now, t);
             }
         }
-        while let Some(w) = self.handed_over.pop() {
-            self.resume(disp, now, w);
+        if !self.draining {
+            self.draining = true;
+            while let Some(w) = self.handed_over.pop() {
+                self.resume(disp, now, w);
+            }
+            self.draining = false;
         }
     }
 
@@ -919,6 +947,21 @@ impl World {
                         return Outcome::Blocked;
                     }
                     self.threads[t.index()].cursor.pc += 1;
+                }
+                Instr::Barrier(b) => {
+                    let barrier = &mut self.barriers[*b];
+                    if barrier.arrived.len() + 1 < barrier.parties {
+                        barrier.arrived.push(t);
+                        return Outcome::Blocked;
+                    }
+                    th.cursor.pc += 1;
+                    // `handed_over` is worked from its end: push the last
+                    // arrival first so they resume in arrival order.
+                    let released = std::mem::take(&mut barrier.arrived);
+                    for &w in released.iter().rev() {
+                        self.threads[w.index()].cursor.pc += 1;
+                        self.handed_over.push(w);
+                    }
                 }
                 Instr::Msg(target, msg) => {
                     th.cursor.pc += 1;
@@ -1496,4 +1539,33 @@ impl Platform for World {
         }
         self.arm_completion(t);
     }
+}
+
+/// How many of the scenario's threads use each barrier (a thread counts
+/// once however often its program names it).
+fn barrier_parties(scn: &Scenario) -> HashMap<String, usize> {
+    fn collect<'a>(ops: &'a [hsched_model::Op], names: &mut HashSet<&'a str>) {
+        use hsched_model::Op;
+        for op in ops {
+            match op {
+                Op::Barrier(b) => {
+                    names.insert(b);
+                }
+                Op::Loop { body, .. }
+                | Op::Periodic { body, .. }
+                | Op::Sporadic { body, .. }
+                | Op::Frames { body, .. } => collect(body, names),
+                _ => {}
+            }
+        }
+    }
+    let mut parties = HashMap::new();
+    for t in &scn.threads {
+        let mut names = HashSet::new();
+        collect(&t.program.ops, &mut names);
+        for b in names {
+            *parties.entry(b.to_string()).or_insert(0) += 1;
+        }
+    }
+    parties
 }

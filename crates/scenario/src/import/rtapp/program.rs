@@ -1,6 +1,7 @@
 //! rt-app events read from a phase, and the hsched programs made of them:
 //! runs, spins, sleeps, periodic jobs for timers, mutexes, semaphores for
-//! rt-app's condition variables and suspend/resume, loops for `loop`.
+//! rt-app's condition variables and suspend/resume, barriers for its
+//! barriers, loops for `loop`.
 
 use super::{get, int, string, value, Cx, Fail, Kind, Member, Phase, Pos, Task};
 use crate::import::{toml_duration, toml_string};
@@ -163,6 +164,7 @@ pub(super) enum Op {
     Unlock(String),
     Signal(String),
     Wait(String),
+    Barrier(String),
     Yield,
     Loop {
         count: Option<u64>,
@@ -188,6 +190,7 @@ impl Op {
             Op::Unlock(m) => format!("{{ unlock = {} }}", toml_string(m)),
             Op::Signal(s) => format!("{{ signal = {} }}", toml_string(s)),
             Op::Wait(s) => format!("{{ wait = {} }}", toml_string(s)),
+            Op::Barrier(b) => format!("{{ barrier = {} }}", toml_string(b)),
             Op::Yield => "{ yield = true }".to_string(),
             Op::Join { to, args } => format!(
                 "{{ msg = {{ to = {}, name = \"join\"{} }} }}",
@@ -271,6 +274,9 @@ struct Facts {
     /// Barrier names and the tasks using them, once per event (with
     /// instance counts).
     barriers: BTreeMap<String, Vec<(String, u64)>>,
+    /// The barriers hsched's `barrier` expresses: at least two tasks, each
+    /// one thread using it once.
+    exact_barriers: BTreeSet<String>,
 }
 
 fn wait_name<'a>(task: &'a Task, kind: &'a EventKind) -> Option<&'a str> {
@@ -288,6 +294,7 @@ fn facts(tasks: &[Task]) -> Facts {
         wake_one: BTreeSet::new(),
         timers: BTreeMap::new(),
         barriers: BTreeMap::new(),
+        exact_barriers: BTreeSet::new(),
     };
     for t in tasks.iter().filter(|t| t.instances > 0) {
         let mut waits = BTreeSet::new();
@@ -320,6 +327,13 @@ fn facts(tasks: &[Task]) -> Facts {
                 .push((t.name.clone(), t.instances));
         }
     }
+    for (name, users) in &f.barriers {
+        let tasks: BTreeSet<&str> = users.iter().map(|(n, _)| n.as_str()).collect();
+        let single = users.iter().all(|(_, c)| *c == 1) && tasks.len() == users.len();
+        if single && users.len() > 1 {
+            f.exact_barriers.insert(name.clone());
+        }
+    }
     f
 }
 
@@ -339,17 +353,6 @@ impl Facts {
             name.to_string()
         }
     }
-
-    /// The barrier's participants when it can be emulated: at least two
-    /// tasks, each one thread using it once.
-    fn barrier(&self, name: &str) -> Option<&[(String, u64)]> {
-        let users = self.barriers.get(name)?;
-        let mut names: Vec<&str> = users.iter().map(|(n, _)| n.as_str()).collect();
-        names.sort_unstable();
-        names.dedup();
-        let single = users.iter().all(|(_, c)| *c == 1) && names.len() == users.len();
-        (single && users.len() > 1).then_some(users.as_slice())
-    }
 }
 
 /// Per-file state of the warnings given once.
@@ -357,7 +360,6 @@ struct Once {
     lost_wakeup: bool,
     counting: bool,
     shared_timers: BTreeSet<String>,
-    barriers: BTreeSet<String>,
     phase_class_warned: BTreeSet<String>,
 }
 
@@ -368,7 +370,6 @@ pub(super) fn programs(tasks: &[Task], horizon_ns: u64, cx: &mut Cx) -> Vec<Opti
         lost_wakeup: false,
         counting: false,
         shared_timers: BTreeSet::new(),
-        barriers: BTreeSet::new(),
         phase_class_warned: BTreeSet::new(),
     };
     let mut programs: Vec<Option<Vec<Op>>> = tasks
@@ -582,39 +583,23 @@ fn broadcast(name: &str, from: &Task, e: &Event, f: &Facts, cx: &mut Cx, out: &m
     }
 }
 
-/// rt-app's barrier: every participant waits until all have arrived.
-/// Emulated with one semaphore per ordered pair of participants: each
-/// signals every other one, then waits for a signal from every other one.
-fn barrier(
-    name: &str,
-    t: &Task,
-    e: &Event,
-    f: &Facts,
-    once: &mut Once,
-    out: &mut Vec<Op>,
-    cx: &mut Cx,
-) {
-    let Some(users) = f.barrier(name) else {
-        let users = f.barriers.get(name).map(Vec::len).unwrap_or(0);
-        if users <= 1 {
-            cx.warn(
-                e.pos,
-                &e.path,
-                format!("barrier `{name}` has no other user: it never waits (dropped)"),
-            );
-        } else {
-            cx.warn(e.pos, &e.path, format!("barrier `{name}` is used by a task with several instances or several times by one task, which hsched cannot emulate: dropped, so the threads do not wait for each other here"));
-        }
+/// rt-app's barrier: every participant waits until all have arrived,
+/// which hsched's `barrier` does exactly (its parties are the threads that
+/// use it) when each participant is one thread passing it once per round.
+fn barrier(name: &str, e: &Event, f: &Facts, out: &mut Vec<Op>, cx: &mut Cx) {
+    if f.exact_barriers.contains(name) {
+        out.push(Op::Barrier(name.to_string()));
         return;
-    };
-    if once.barriers.insert(name.to_string()) {
-        cx.warn(e.pos, &e.path, format!("barrier `{name}` is emulated with a semaphore per pair of its {} threads (each signals the others, then waits for each): exact unless a thread that has reached the barrier is not run before another reaches it again, which then passes it one round late", users.len()));
     }
-    for (other, _) in users.iter().filter(|(o, _)| *o != t.name) {
-        out.push(Op::Signal(format!("{name}:{}>{other}", t.name)));
-    }
-    for (other, _) in users.iter().filter(|(o, _)| *o != t.name) {
-        out.push(Op::Wait(format!("{name}:{other}>{}", t.name)));
+    let users = f.barriers.get(name).map(Vec::len).unwrap_or(0);
+    if users <= 1 {
+        cx.warn(
+            e.pos,
+            &e.path,
+            format!("barrier `{name}` has no other user: it never waits (dropped)"),
+        );
+    } else {
+        cx.warn(e.pos, &e.path, format!("barrier `{name}` is used by a task with several instances or several times by one task, which hsched cannot emulate: dropped, so the threads do not wait for each other here"));
     }
 }
 
@@ -675,7 +660,7 @@ fn event_ops(
             out.push(Op::Wait(f.wait_sem(name.as_deref().unwrap_or(&t.name), &t.name)))
         }
         EventKind::Yield => out.push(Op::Yield),
-        EventKind::Barrier(b) => barrier(b, t, e, f, once, out, cx),
+        EventKind::Barrier(b) => barrier(b, e, f, out, cx),
         EventKind::Fork(name) => cx.warn(e.pos, &e.path, format!("fork of `{name}` is not modelled (hsched threads are all created from the scenario): dropped")),
         EventKind::Load(kind) => cx.warn(e.pos, &e.path, format!("`{kind}` (memory or I/O load) is not modelled: dropped")),
         EventKind::SemPost(s) => {
