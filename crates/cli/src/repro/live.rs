@@ -144,6 +144,8 @@ fn run_live_with(
         agent_cpu: None,
         speculate: false,
         policies: Vec::new(),
+        keep_commands: false,
+        stop: None,
     };
     options(&mut opts);
     hsched_live::run::run(&scn, &opts).map_err(|e| format!("{path}: {e}"))
