@@ -500,10 +500,9 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     })?;
     // Held until the outputs are written: a Ctrl-C meanwhile stops in
     // order, a second one at once (the guardian restores the threads).
-    let signals = hsched_live::signals::StopSignals::install()
-        .and_then(|s| Ok((s.handle()?, s)))
-        .map_err(|e| CliError::Failed(format!("handling SIGINT and SIGTERM: {e}")))?;
-    let (stop, signals) = signals;
+    let signal_error = |e| CliError::Failed(format!("handling SIGINT and SIGTERM: {e}"));
+    let signals = hsched_live::signals::StopSignals::install().map_err(signal_error)?;
+    let stop = signals.handle().map_err(signal_error)?;
     let opts = hsched_live::run::LiveOptions {
         guardian: vec![exe.clone().into_os_string(), "__guardian".into()],
         worker: vec![exe.into_os_string(), "__worker".into()],

@@ -347,6 +347,8 @@ fn a_sigkilled_guardian_leaves_the_agent_to_give_everything_back_and_stop() {
     hsched_testkit::require!("root", realtime());
     let file = repo().join("scenarios/live/two-hogs-rr.toml");
     let json = tmp("live", "guardian-killed.json");
+    // Not a pipe: a command left running would hold it open.
+    let err_file = tmp("live", "guardian-killed.err");
     const RUNS: usize = 10;
     let mut failures = Vec::new();
     for run in 0..RUNS {
@@ -365,7 +367,7 @@ fn a_sigkilled_guardian_leaves_the_agent_to_give_everything_back_and_stop() {
                 &[]
             })
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
+            .stderr(std::fs::File::create(&err_file).unwrap())
             .spawn()
             .unwrap();
         // Taken over (no longer as it was), its command started.
@@ -383,9 +385,7 @@ fn a_sigkilled_guardian_leaves_the_agent_to_give_everything_back_and_stop() {
             running(pid) && sched_state(pid).as_ref() == Some(&original)
         });
         let status = exit_within(&mut agent, Duration::from_secs(5));
-        let mut err = String::new();
-        use std::io::Read;
-        let _ = agent.stderr.take().unwrap().read_to_string(&mut err);
+        let err = std::fs::read_to_string(&err_file).unwrap_or_default();
         let attached_alive = alive(pid);
         let _ = mine.kill();
         let _ = mine.wait();
@@ -459,7 +459,7 @@ fn sigint_and_sigterm_stop_a_live_run_in_order() {
             .arg("--report")
             .arg(out("html"))
             .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+            .stderr(std::fs::File::create(out("err")).unwrap());
         if keep {
             cmd.arg("--keep-commands");
         }
@@ -476,9 +476,7 @@ fn sigint_and_sigterm_stop_a_live_run_in_order() {
         std::thread::sleep(Duration::from_millis(100));
         sys::signal(agent.id() as i32, sig).unwrap();
         let status = exit_within(&mut agent, Duration::from_secs(10));
-        let mut err = String::new();
-        use std::io::Read;
-        let _ = agent.stderr.take().unwrap().read_to_string(&mut err);
+        let err = std::fs::read_to_string(out("err")).unwrap_or_default();
         let json: serde_json::Value = std::fs::read_to_string(out("json"))
             .ok()
             .and_then(|j| serde_json::from_str(&j).ok())

@@ -713,7 +713,7 @@ impl Agent {
     /// orphaned by the exit and has a stopped member, but only to a group in
     /// the exiting parent's session. A command in the agent's session whose
     /// process hard parking had stopped was killed so when the agent died
-    /// (15 of 20 runs); in its own session it stays stopped until the
+    /// (16 of 20 runs); in its own session it stays stopped until the
     /// guardian continues it, milliseconds later. (A group of its own is
     /// not enough: the agent's death orphans it. Nor is a parent that
     /// outlives the agent, such as the guardian: its own death would
