@@ -416,8 +416,8 @@ fn a_sigkilled_guardian_leaves_the_agent_to_give_everything_back_and_stop() {
 
 /// SIGINT and SIGTERM (Ctrl-C, a service manager), ten times, in turn: an
 /// orderly stop. The outputs are written for the time that ran (JSON,
-/// trace, jobs, report), with the signal in the log; the exit status is 128
-/// + the signal; the command hsched started is ended, or with
+/// trace, jobs, report), with the signal in the log; the exit status is
+/// 128 plus the signal; the command hsched started is ended, or with
 /// `--keep-commands` (the last two runs) left running as it started; the
 /// attached process is given back as it was, running; the control socket
 /// is removed. (Before: no output, the command left running, the socket
