@@ -254,8 +254,8 @@ fn own_hog() -> (std::process::Child, i32, SchedState) {
 /// SIGKILL of the agent, ten times, each while hard parking holds one
 /// command stopped and the other raised: no command dies (the kernel's
 /// SIGHUP to a process group orphaned with a stopped member killed the
-/// stopped one in 16 of 20 runs before the commands had sessions of their
-/// own), and within one second of the death each runs again at its
+/// stopped one in 16 of 20 runs before commands started with SIGHUP
+/// ignored), and within one second of the death each runs again at its
 /// original policy, nice and CPUs.
 #[test]
 fn a_sigkilled_agent_kills_no_command_and_leaves_none_raised_or_stopped() {

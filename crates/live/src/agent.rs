@@ -705,19 +705,19 @@ impl Agent {
     /// priority just below its own, and the child lowers itself (and
     /// leaves the agent's CPU) before it execs: it cannot starve the agent.
     ///
-    /// In a session of its own (`setsid`), and so its own process group:
-    /// the end of the run can end it with everything it started, a Ctrl-C
-    /// at the terminal does not reach it, and above all the agent's death
-    /// never kills it. When a process exits, the kernel sends SIGHUP (which
-    /// kills by default) and SIGCONT to each process group that becomes
-    /// orphaned by the exit and has a stopped member, but only to a group in
-    /// the exiting parent's session. A command in the agent's session whose
-    /// process hard parking had stopped was killed so when the agent died
-    /// (16 of 20 runs); in its own session it stays stopped until the
-    /// guardian continues it, milliseconds later. (A group of its own is
-    /// not enough: the agent's death orphans it. Nor is a parent that
-    /// outlives the agent, such as the guardian: its own death would
-    /// orphan the group in turn.)
+    /// With SIGHUP ignored, as under `nohup` (a program that sets its own
+    /// handler still gets it): the agent's death must not kill it. When a
+    /// process exits, the kernel sends SIGHUP (which kills by default) and
+    /// SIGCONT to each process group the exit leaves orphaned with a
+    /// stopped member; a command in a group of its own whose process hard
+    /// parking had stopped was killed so when the agent died (16 of 20
+    /// runs). Ignoring SIGHUP, it is continued instead, and the guardian
+    /// restores it milliseconds later. Why not a session of its own, which
+    /// the kernel's rule spares: each session is its own autogroup, and
+    /// Linux then shares a CPU between sessions before it looks at nice
+    /// values or `SCHED_IDLE`, which undoes the hierarchy's decisions (a
+    /// family of two busy processes got half the CPU beside one process,
+    /// not two thirds).
     pub fn spawn(&mut self, cmd: &mut std::process::Command) -> io::Result<std::process::Child> {
         use std::os::unix::process::CommandExt;
         let cpus = self.all_cpus.clone();
@@ -726,7 +726,7 @@ impl Agent {
         // locks).
         unsafe {
             cmd.pre_exec(move || {
-                if libc::setsid() < 0 {
+                if libc::signal(libc::SIGHUP, libc::SIG_IGN) == libc::SIG_ERR {
                     return Err(io::Error::last_os_error());
                 }
                 sys::set_attr(0, &SchedAttr::fair(sys::SCHED_OTHER, 0))?;

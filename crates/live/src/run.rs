@@ -4,8 +4,8 @@
 //! and wakeup events, jobs from the workers.
 //!
 //! A thread is one of:
-//! - a real command (`command = [...]`), started at its arrival (in a
-//!   session of its own: see [`Agent::spawn`]) and ended at the horizon,
+//! - a real command (`command = [...]`), started at its arrival (with
+//!   SIGHUP ignored: see [`Agent::spawn`]) and ended at the horizon,
 //!   unless [`LiveOptions::keep_commands`];
 //! - an existing process (`attach`), taken over at its arrival and given
 //!   back as it was at the end, not ended;
@@ -27,6 +27,7 @@ use crate::observe::{Observations, Seen, ThreadFigures};
 use hsched_core::{Duration, Instant, ThreadId};
 use hsched_model::{Action, RunResult, Scenario, ThreadResult};
 use std::ffi::OsStr;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 
 /// How to run live.
@@ -249,8 +250,10 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
                             .command
                             .as_ref()
                             .map_or("the worker", |a| a[0].as_str());
+                        // Its own process group: the horizon ends it and
+                        // everything it started.
                         let child = agent
-                            .spawn(cmd.stdin(Stdio::null()))
+                            .spawn(cmd.stdin(Stdio::null()).process_group(0))
                             .map_err(|e| format!("thread `{}`: starting {what}: {e}", spec.name))?;
                         let pid = child.id() as i32;
                         (Some(child), pid)
