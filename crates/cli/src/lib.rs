@@ -187,6 +187,11 @@ struct LiveArgs {
     /// Load a policy plugin (a library built with hsched-plugin); repeatable.
     #[arg(long = "plugin", value_name = "PATH")]
     plugins: Vec<PathBuf>,
+    /// Leave the scenario's commands running when the run ends (horizon,
+    /// Ctrl-C, SIGTERM), given back to Linux as they started, instead of
+    /// ending them with everything they started.
+    #[arg(long)]
+    keep_commands: bool,
 }
 
 /// What a run writes besides its summary (`sim` and `live` alike).
@@ -295,12 +300,15 @@ fn parse_horizon(s: &str) -> Result<Duration, String> {
 pub enum CliError {
     Input(String),
     Failed(String),
+    /// Stopped by a signal after an orderly stop: the message, and the
+    /// exit status (128 + the signal, as a shell reports it).
+    Stopped(String, i32),
 }
 
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::Input(m) | CliError::Failed(m) => f.write_str(m),
+            CliError::Input(m) | CliError::Failed(m) | CliError::Stopped(m, _) => f.write_str(m),
         }
     }
 }
@@ -349,6 +357,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> i32 {
         Err(CliError::Failed(m)) => {
             eprintln!("{m}");
             1
+        }
+        Err(CliError::Stopped(m, code)) => {
+            eprintln!("{m}");
+            code
         }
     }
 }
@@ -636,6 +648,11 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     let exe = std::env::current_exe().map_err(|e| {
         CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
     })?;
+    // Held until the outputs are written: a Ctrl-C meanwhile stops in
+    // order, a second one at once (the guardian restores the threads).
+    let signal_error = |e| CliError::Failed(format!("handling SIGINT and SIGTERM: {e}"));
+    let signals = hsched_live::signals::StopSignals::install().map_err(signal_error)?;
+    let stop = signals.handle().map_err(signal_error)?;
     let opts = hsched_live::run::LiveOptions {
         guardian: vec![exe.clone().into_os_string(), "__guardian".into()],
         worker: vec![exe.into_os_string(), "__worker".into()],
@@ -651,8 +668,13 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         speculate: args.speculate,
         keep_autogroup: args.keep_autogroup,
         policies: plugins.infos(),
+        keep_commands: args.keep_commands,
+        stop: Some(stop),
     };
-    let mut result = hsched_live::run::run(&scn, &opts)
+    let hsched_live::run::Outcome {
+        mut result,
+        interrupted,
+    } = hsched_live::run::run_to_outcome(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     label_guarantees(&scn, &analysis, &mut result);
     let source = RunSource {
@@ -663,7 +685,11 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     write_outputs(&result, &args.out, &source)?;
     if args.compare_sim {
         let opts = hsched_sim::SimOptions {
-            horizon: args.horizon,
+            // Stopped early: the simulation to the same end.
+            horizon: match interrupted {
+                Some(_) => Some(result.horizon),
+                None => args.horizon,
+            },
             ..Default::default()
         };
         let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
@@ -674,7 +700,23 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     }
     // The plugin libraries stay open until no instance is left.
     drop(plugins);
-    Ok(())
+    drop(signals);
+    let Some(why) = interrupted else {
+        return Ok(());
+    };
+    let commands = if args.keep_commands {
+        "its commands left running"
+    } else {
+        "its commands ended"
+    };
+    let message = format!(
+        "hsched live: {why}: the run stopped at {}, the outputs cover the time that ran; every thread given back, {commands}",
+        hsched_core::Instant::ZERO + result.horizon
+    );
+    match why {
+        hsched_live::agent::Interrupted::Signal(sig) => Err(CliError::Stopped(message, 128 + sig)),
+        hsched_live::agent::Interrupted::GuardianGone(_) => Err(CliError::Failed(message)),
+    }
 }
 
 /// Writes what the analysis promised each scheduler and thread into the

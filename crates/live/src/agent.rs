@@ -33,11 +33,18 @@
 //!
 //! With [`Agent::listen`], it answers control requests ([`crate::control`])
 //! between events: messages to schedulers and changes of the hierarchy.
+//!
+//! It stops before the end it was given ([`Agent::interrupted`]) when a
+//! stop is asked for ([`Agent::stop_on`], SIGINT or SIGTERM) or when its
+//! guardian is gone (watched through a pidfd): without a guardian nothing
+//! would undo its changes if it died, so it ends the run and gives every
+//! thread back itself ([`Agent::stop`]).
 
 use crate::control::{authorize, ControlSocket, Peer, Request, Response, Speaker};
 use crate::events::{monotonic_ns, SchedEvent, SchedEvents};
 use crate::guardian::{Guardian, Line, Original, Watch};
 use crate::observe::{Observations, Seen};
+use crate::signals::StopHandle;
 use crate::sys::{self, SchedAttr, SCHED_IDLE};
 use hsched_core::{CpuId, Instant, Msg, Params, Reply, ThreadId};
 use hsched_dispatch::{Config, Dispatcher, Platform};
@@ -45,6 +52,7 @@ use hsched_model::{Action, LogEntry, LogKind};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::time::Duration;
 
@@ -95,6 +103,24 @@ const HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
 /// How often the switches that do not wake the agent are read (their
 /// buffer holds seconds of them).
 const READ_SWITCHES_EVERY: Duration = Duration::from_millis(20);
+
+/// Why the agent stopped before the end it was given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Interrupted {
+    /// A stop was asked for by this signal (see [`Agent::stop_on`]).
+    Signal(i32),
+    /// The guardian ended (killed, say); what happened to it.
+    GuardianGone(String),
+}
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Interrupted::Signal(sig) => write!(f, "stopped by {}", crate::signals::name(*sig)),
+            Interrupted::GuardianGone(how) => write!(f, "the guardian ended ({how})"),
+        }
+    }
+}
 
 /// A thread to manage: its kernel id, a name, its attachment parameters.
 #[derive(Clone, Debug)]
@@ -398,6 +424,13 @@ pub struct Agent {
     /// Autogroup as it was, if the agent turned it off
     /// ([`Agent::autogroup_off`]).
     autogroup: Option<bool>,
+    /// Readable once the guardian has ended (`None` where the kernel has
+    /// no pidfd: a failed write then tells, at the next heartbeat).
+    guardian_exit: Option<OwnedFd>,
+    /// Readable once a stop was asked for.
+    stop_request: Option<StopHandle>,
+    /// Why the agent stopped early, once it did.
+    interrupted: Option<Interrupted>,
 }
 
 impl Agent {
@@ -434,6 +467,11 @@ impl Agent {
             },
         )
         .map_err(|e| format!("starting the guardian: {e}"))?;
+        let guardian_exit = sys::pidfd(guardian.process_id() as i32).ok();
+        // A write to a dead guardian must fail (EPIPE), not kill the agent,
+        // which is then the only one left to give the threads back.
+        // SAFETY: setting a signal's disposition to ignore.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
         let _ = sys::lock_memory();
         let all_cpus = sys::get_affinity(0).map_err(|e| format!("the agent's CPUs: {e}"))?;
         let home = home.or(cpus.first().copied()).ok_or("no CPU to manage")?;
@@ -511,6 +549,9 @@ impl Agent {
             released: Vec::new(),
             plugins: Vec::new(),
             autogroup: None,
+            guardian_exit,
+            stop_request: None,
+            interrupted: None,
         })
     }
 
@@ -690,6 +731,20 @@ impl Agent {
     /// behind real-time throttling. So the agent forks at a real-time
     /// priority just below its own, and the child lowers itself (and
     /// leaves the agent's CPU) before it execs: it cannot starve the agent.
+    ///
+    /// With SIGHUP ignored, as under `nohup` (a program that sets its own
+    /// handler still gets it): the agent's death must not kill it. When a
+    /// process exits, the kernel sends SIGHUP (which kills by default) and
+    /// SIGCONT to each process group the exit leaves orphaned with a
+    /// stopped member; a command in a group of its own whose process hard
+    /// parking had stopped was killed so when the agent died (16 of 20
+    /// runs). Ignoring SIGHUP, it is continued instead, and the guardian
+    /// restores it milliseconds later. Why not a session of its own, which
+    /// the kernel's rule spares: each session is its own autogroup, and
+    /// Linux then shares a CPU between sessions before it looks at nice
+    /// values or `SCHED_IDLE`, which undoes the hierarchy's decisions (a
+    /// family of two busy processes got half the CPU beside one process,
+    /// not two thirds).
     pub fn spawn(&mut self, cmd: &mut std::process::Command) -> io::Result<std::process::Child> {
         use std::os::unix::process::CommandExt;
         let cpus = self.all_cpus.clone();
@@ -698,6 +753,9 @@ impl Agent {
         // locks).
         unsafe {
             cmd.pre_exec(move || {
+                if libc::signal(libc::SIGHUP, libc::SIG_IGN) == libc::SIG_ERR {
+                    return Err(io::Error::last_os_error());
+                }
                 sys::set_attr(0, &SchedAttr::fair(sys::SCHED_OTHER, 0))?;
                 sys::set_affinity(0, &cpus)
             });
@@ -894,8 +952,34 @@ impl Agent {
         Instant(ns.saturating_sub(self.start_ns)).max(self.now)
     }
 
+    /// Stops early ([`Agent::interrupted`]) once `handle` says a stop was
+    /// asked for.
+    pub fn stop_on(&mut self, handle: StopHandle) {
+        self.stop_request = Some(handle);
+    }
+
+    /// Why the agent stopped before the end it was given, if it did: a stop
+    /// was asked for, or the guardian is gone. [`Agent::run_until`] then
+    /// returns at once; what is left to do is [`Agent::stop`].
+    pub fn interrupted(&mut self) -> Option<&Interrupted> {
+        if self.interrupted.is_none() {
+            if let Some(sig) = self.stop_request.as_ref().and_then(StopHandle::received) {
+                self.interrupted = Some(Interrupted::Signal(sig));
+            }
+        }
+        self.interrupted.as_ref()
+    }
+
+    /// The guardian is gone: noted, so that the run stops and
+    /// [`Agent::stop`] gives the threads back without it.
+    fn guardian_gone(&mut self, how: String) {
+        self.interrupted
+            .get_or_insert(Interrupted::GuardianGone(how));
+    }
+
     /// Schedules until `end` on the agent's clock, or until `stop_early`
-    /// (checked between events) says so.
+    /// (checked between events) says so, or until it is interrupted
+    /// ([`Agent::interrupted`]).
     pub fn run_until(
         &mut self,
         end: Instant,
@@ -905,7 +989,7 @@ impl Agent {
         let mut fds = Vec::new();
         loop {
             let now = self.clock(monotonic_ns());
-            if now >= end || stop_early(self) {
+            if now >= end || self.interrupted().is_some() || stop_early(self) {
                 return self.read_switches();
             }
             let until = self.disp.next_deadline().unwrap_or(end).min(end);
@@ -913,8 +997,16 @@ impl Agent {
             self.timer
                 .arm_at(self.start_ns + wake_at.0)
                 .map_err(|e| format!("arming the timer: {e}"))?;
+            // The kernel's events, the timer, the guardian's end, a stop
+            // request (the last two may be missing: -1, which poll skips),
+            // then the control socket's.
             fds.clear();
-            fds.extend([self.events.fd(), self.timer.fd()]);
+            fds.extend([
+                self.events.fd(),
+                self.timer.fd(),
+                self.guardian_exit.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
+                self.stop_request.as_ref().map_or(-1, StopHandle::fd),
+            ]);
             if let Some(c) = &self.control {
                 fds.extend(c.fds());
             }
@@ -923,9 +1015,13 @@ impl Agent {
             if ready[1] {
                 self.timer.clear();
             }
+            if ready[2] {
+                let how = self.guardian.try_status();
+                self.guardian_gone(how);
+            }
             self.take_events(&mut seen)?;
             self.now = self.clock(monotonic_ns());
-            if ready[2..].contains(&true) {
+            if ready[4..].contains(&true) {
                 self.serve_control();
             }
             if until < end && self.now >= until {
@@ -936,9 +1032,9 @@ impl Agent {
             self.platform.lower_woken(self.now);
             if self.last_beat.elapsed() >= HEARTBEAT_EVERY {
                 self.last_beat = std::time::Instant::now();
-                self.guardian
-                    .send(&Line::Beat)
-                    .map_err(|e| format!("the guardian is gone: {e}"))?;
+                if let Err(e) = self.guardian.send(&Line::Beat) {
+                    self.guardian_gone(format!("writing to it: {e}"));
+                }
             }
         }
     }
@@ -1222,8 +1318,12 @@ impl Agent {
     }
 
     /// Gives every thread back as it was, tells the guardian so, and lowers
-    /// the agent. What could not be given back (an error) the guardian
-    /// restores when its pipe closes.
+    /// the agent. Policy, nice and affinity first, then the stopped
+    /// processes continued (none continues at a priority it should not
+    /// have). Every thread is tried, whatever fails: a guardian that is
+    /// gone (see [`Agent::interrupted`]) is not told, the agent restores
+    /// alone. What could not be given back is the error; with the guardian
+    /// alive, it restores that when its pipe closes.
     pub fn stop(mut self) -> io::Result<()> {
         // Threads created since the last look are adopted first, so that
         // they are given back too.
@@ -1232,28 +1332,46 @@ impl Agent {
             // The guardian puts it back too, should this fail.
             let _ = sys::set_autogroup(on);
         }
-        // Continue every stopped process, then close the second pipe handle
-        // (the guardian waits for all of them).
-        let stopped: Vec<i32> = self.platform.stopped.drain().collect();
-        for pid in stopped {
-            let _ = sys::signal(pid, libc::SIGCONT);
-            self.guardian.send(&Line::Resumed(pid))?;
-        }
-        self.platform.to_guardian = None;
+        // The guardian is told what was given back; a failed write means
+        // it is gone, and then the agent restores alone.
+        let mut failures = Vec::new();
         for o in &self.originals {
             let back =
                 sys::set_attr(o.tid, &o.attr()).and_then(|()| sys::set_affinity(o.tid, &o.cpus));
-            let gone = matches!(&back, Err(e) if e.raw_os_error() == Some(libc::ESRCH));
-            if back.is_ok() || gone {
-                self.guardian.send(&Line::Release(o.tid))?;
+            match back {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => {
+                    failures.push(format!("thread {}: {e}", o.tid));
+                    continue;
+                }
+            }
+            let _ = self.guardian.send(&Line::Release(o.tid));
+        }
+        for pid in std::mem::take(&mut self.platform.stopped) {
+            match sys::signal(pid, libc::SIGCONT) {
+                Ok(()) => {
+                    let _ = self.guardian.send(&Line::Resumed(pid));
+                }
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => failures.push(format!("process {pid}: {e}")),
             }
         }
+        // The second pipe handle closed too: the guardian waits for all.
+        self.platform.to_guardian = None;
         // The agent's own thread back as it was: a second agent in this
         // process (a program running several scenarios) starts from there.
         let _ = sys::set_attr(0, &SchedAttr::fair(sys::SCHED_OTHER, 0));
         let _ = sys::set_affinity(0, &self.all_cpus);
+        let known_gone = matches!(self.interrupted, Some(Interrupted::GuardianGone(_)));
         let status = self.guardian.finish()?;
-        if status.success() {
+        if !failures.is_empty() {
+            return Err(io::Error::other(format!(
+                "could not give back {}",
+                failures.join("; ")
+            )));
+        }
+        if status.success() || known_gone {
             Ok(())
         } else {
             Err(io::Error::other(format!(

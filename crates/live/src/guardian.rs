@@ -471,6 +471,15 @@ impl Guardian {
         self.child.id()
     }
 
+    /// How the guardian ended, in words (`running` if it has not).
+    pub fn try_status(&mut self) -> String {
+        match self.child.try_wait() {
+            Ok(Some(status)) => status.to_string(),
+            Ok(None) => "running".into(),
+            Err(e) => e.to_string(),
+        }
+    }
+
     /// Hands over the pipe (e.g. to a process that will hold it open in the
     /// agent's place) and the child, for tests and supervisors.
     pub fn into_parts(self) -> (Child, ChildStdin) {

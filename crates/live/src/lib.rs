@@ -10,7 +10,8 @@
 //! driving real threads; [`worker`], the process that executes a workload
 //! program on a real CPU; [`control`], the socket for messages to
 //! schedulers and its client; [`observe`], the figures and trace from the
-//! kernel's events; [`run`], a whole scenario live.
+//! kernel's events; [`run`], a whole scenario live; [`signals`], Ctrl-C and
+//! SIGTERM as an orderly stop.
 
 #![cfg(target_os = "linux")]
 
@@ -20,5 +21,6 @@ pub mod events;
 pub mod guardian;
 pub mod observe;
 pub mod run;
+pub mod signals;
 pub mod sys;
 pub mod worker;

@@ -4,8 +4,9 @@
 //! and wakeup events, jobs from the workers.
 //!
 //! A thread is one of:
-//! - a real command (`command = [...]`), started at its arrival and ended
-//!   at the horizon;
+//! - a real command (`command = [...]`), started at its arrival (with
+//!   SIGHUP ignored: see [`Agent::spawn`]) and ended at the horizon,
+//!   unless [`LiveOptions::keep_commands`];
 //! - an existing process (`attach`), taken over at its arrival and given
 //!   back as it was at the end, not ended;
 //! - otherwise hsched's instrumented worker ([`crate::worker`]) executing
@@ -15,8 +16,13 @@
 //! and counted as its. The script's hierarchy changes are played at their
 //! times, and the control socket ([`crate::control`]) takes requests while
 //! it runs.
+//!
+//! The run ends early, as if its horizon were that moment, when a stop is
+//! asked for ([`LiveOptions::stop`]) or the guardian is gone: its commands
+//! ended, every thread given back, the result for the time that ran
+//! ([`Outcome`]).
 
-use crate::agent::Agent;
+use crate::agent::{Agent, Interrupted};
 use crate::observe::{Observations, Seen, ThreadFigures};
 use hsched_core::{Duration, Instant, ThreadId};
 use hsched_model::{Action, RunResult, Scenario, ThreadResult};
@@ -59,6 +65,20 @@ pub struct LiveOptions {
     /// scenario's schedulers and the script's and control's loads. Their
     /// libraries must stay loaded for the run.
     pub policies: Vec<&'static hsched_core::PolicyInfo>,
+    /// Leave the commands started for the scenario's threads running at
+    /// the end (given back to Linux as they started), instead of ending
+    /// them with everything they started. The workers end either way.
+    pub keep_commands: bool,
+    /// Stop early, at that moment, when this says a stop was asked for
+    /// (SIGINT, SIGTERM: [`crate::signals`]); the result then covers the
+    /// time that ran.
+    pub stop: Option<crate::signals::StopHandle>,
+}
+
+/// A live run's result, and why it ended before its horizon if it did.
+pub struct Outcome {
+    pub result: RunResult,
+    pub interrupted: Option<Interrupted>,
 }
 
 /// A managed process: a command started for a thread, or one attached.
@@ -85,8 +105,22 @@ fn pick_cpus(n: u32) -> Result<Vec<usize>, String> {
     Ok(allowed[allowed.len() - n as usize..].to_vec())
 }
 
-/// Runs `scn` on real threads. Needs root.
+/// Runs `scn` on real threads to its horizon. Needs root. A run stopped
+/// early (see [`run_to_outcome`]) is an error here.
 pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
+    let outcome = run_to_outcome(scn, opts)?;
+    match outcome.interrupted {
+        None => Ok(outcome.result),
+        Some(why) => Err(format!(
+            "{why}: the run stopped at {} (every thread given back)",
+            Instant::ZERO + outcome.result.horizon
+        )),
+    }
+}
+
+/// Runs `scn` on real threads until its horizon or an earlier stop (a
+/// stop asked for, the guardian gone). Needs root.
+pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, String> {
     for (name, pid) in &opts.attach {
         if !scn.threads.iter().any(|t| &t.name == name) {
             let names: Vec<&str> = scn.threads.iter().map(|t| t.name.as_str()).collect();
@@ -155,6 +189,9 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             .flatten()
     });
     let mut agent = Agent::new(&cpus, agent_cpu, &guardian, scn.machine.watchdog)?;
+    if let Some(stop) = &opts.stop {
+        agent.stop_on(stop.clone());
+    }
     if opts.hard_parking {
         agent.park_hard()?;
     } else if opts.speculate {
@@ -181,7 +218,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     let mut started: Vec<Started> = Vec::new();
     // Run in a closure so that an error still reaches the clean-up below.
     let result = (|| -> Result<(), String> {
-        while agent.now() < horizon {
+        while agent.now() < horizon && agent.interrupted().is_none() {
             // Arrivals due now.
             while next < order.len() && scn.threads[order[next]].arrival <= agent.now() {
                 let i = order[next];
@@ -258,8 +295,22 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         }
         Ok(())
     })();
+    // Stopped early: the run covers the time that ran, as if its horizon
+    // were now.
+    let interrupted = agent.interrupted().cloned();
+    let horizon = match &interrupted {
+        Some(_) => agent.now().min(horizon),
+        None => horizon,
+    };
     let decisions = agent.decisions();
     let mut log = agent.take_log();
+    if let Some(why) = &interrupted {
+        log.push(hsched_model::LogEntry {
+            at: horizon,
+            kind: hsched_model::LogKind::Platform,
+            text: format!("{why}: the run ends here, every thread given back"),
+        });
+    }
     log.extend(agent.changes().1.iter().map(|e| hsched_model::LogEntry {
         at: horizon,
         kind: hsched_model::LogKind::Refused,
@@ -275,7 +326,6 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             ),
         });
     }
-    log.append(&mut notes);
     if autogroup_off {
         log.push(hsched_model::LogEntry {
             at: Instant::ZERO,
@@ -291,8 +341,10 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     // The horizon ends the commands, as it ends a simulated run, with
     // everything they started (some, like stress-ng, start their workers
     // in groups of their own); attached processes go on, given back as
-    // they were.
-    for s in started.iter().filter(|s| s.child.is_some()) {
+    // they were, and so do the commands the caller keeps (not the
+    // workers: they only stand in for the scenario's programs).
+    let ends = |s: &Started| s.child.is_some() && (!opts.keep_commands || s.report.is_some());
+    for s in started.iter().filter(|s| ends(s)) {
         for pid in agent.family_processes(s.id) {
             let _ = crate::sys::signal(pid, libc::SIGKILL);
         }
@@ -307,6 +359,9 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         .stop()
         .map_err(|e| format!("giving the threads back: {e}"));
     for s in &mut started {
+        if !ends(s) {
+            continue;
+        }
         if let Some(child) = &mut s.child {
             // The group is the child's own (not reaped yet, so its id is
             // not reused).
@@ -322,6 +377,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             regroup_process(pid, &scn.threads[s.index].name, horizon, &mut notes);
         }
     }
+    log.append(&mut notes);
     result?;
     stopped?;
     let observed = agent_observations;
@@ -386,7 +442,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
     let trace = opts
         .trace
         .then(|| trace(&observed, segments, names, &jobs, horizon));
-    Ok(RunResult {
+    let result = RunResult {
         scenario: scn.name.clone(),
         platform: "live".into(),
         seed: scn.seed,
@@ -401,6 +457,10 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
         log,
         trace,
         ..RunResult::default()
+    };
+    Ok(Outcome {
+        result,
+        interrupted,
     })
 }
 

@@ -424,3 +424,16 @@ pub fn memfd(name: &std::ffi::CStr) -> io::Result<std::fs::File> {
     // SAFETY: `fd` was just opened and is owned by nothing else.
     Ok(std::fs::File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
 }
+
+/// A descriptor that becomes readable when process `pid` ends
+/// (`pidfd_open`, Linux 5.3): how the agent notices its guardian's death
+/// at once, in the same `poll` as everything else.
+pub fn pidfd(pid: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open has no memory arguments.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a fresh descriptor owned by nothing else.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as RawFd) })
+}

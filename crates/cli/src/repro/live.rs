@@ -145,6 +145,8 @@ fn run_live_with(
         speculate: false,
         keep_autogroup: false,
         policies: Vec::new(),
+        keep_commands: false,
+        stop: None,
     };
     options(&mut opts);
     hsched_live::run::run(&scn, &opts).map_err(|e| format!("{path}: {e}"))
