@@ -3,13 +3,13 @@
 //! bound, and expects it to finish, or to exit 2 naming the limit it hit.
 
 use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 mod common;
-use common::{repo, text};
+use common::{bounded, repo, text};
 
 fn tmp(name: &str) -> PathBuf {
     common::tmp("bounded-test", name)
@@ -18,59 +18,6 @@ fn tmp(name: &str) -> PathBuf {
 /// 1 GiB of address space: several times what any case below needs once
 /// bounded, far below what the unbounded runs reached (2.8 GB to 7 GB).
 const MEMORY: u64 = 1 << 30;
-
-/// Runs `hsched args` with its address space limited to `memory` bytes;
-/// fails the test if it runs longer than `wall` (a bound for a debug build
-/// on a busy machine, several times the time measured alone).
-fn bounded(args: &[&str], memory: u64, wall: Duration) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_hsched"));
-    cmd.args(args)
-        .current_dir(repo())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // SAFETY: setrlimit is async-signal-safe; nothing else runs between
-    // fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            let limit = libc::rlimit {
-                rlim_cur: memory,
-                rlim_max: memory,
-            };
-            if libc::setrlimit(libc::RLIMIT_AS, &limit) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            Ok(())
-        });
-    }
-    let mut child = cmd.spawn().expect("hsched starts");
-    let drain = |mut r: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            let _ = r.read_to_end(&mut buf);
-            buf
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > wall {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("`hsched {}` ran past {wall:?}", args.join(" "));
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: stdout.join().unwrap(),
-        stderr: stderr.join().unwrap(),
-    }
-}
 
 /// Exit 2 with a message containing each of `needles`.
 fn refused(out: &Output, needles: &[&str]) {

@@ -5,54 +5,11 @@
 //! Speed itself is measured by `hsched bench`, not here.
 
 mod common;
-use common::{repo, text};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use common::{bounded, text};
+use std::time::Duration;
 
-/// The memory limit, KiB (`ulimit -v`).
-const MEMORY_KIB: u64 = 1 << 20;
-
-/// What a bounded run left: exit code, stdout, stderr.
-struct Ran {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-/// Runs `hsched args` under the memory limit, its stdout and stderr in
-/// files (a large stdout never blocks it); fails the test past `wall`.
-fn bounded(what: &str, args: &[&str], wall: Duration) -> Ran {
-    let out = common::tmp("bounded-scale", &format!("{what}.stdout"));
-    let err = common::tmp("bounded-scale", &format!("{what}.stderr"));
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(format!("ulimit -v {MEMORY_KIB} && exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_hsched"))
-        .args(args)
-        .current_dir(repo())
-        .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(std::fs::File::create(&err).unwrap())
-        .spawn()
-        .expect("sh runs");
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > wall {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{what}: still running after {wall:?} (hsched {args:?})");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Ran {
-        code: status.code(),
-        stdout: std::fs::read(&out).unwrap(),
-        stderr: std::fs::read_to_string(&err).unwrap(),
-    }
-}
+/// 1 GiB of address space.
+const MEMORY: u64 = 1 << 30;
 
 /// An rt-app file of `tasks` tasks that each run, then meet at barrier `B`,
 /// for ever.
@@ -75,11 +32,11 @@ fn import(tasks: usize) -> Vec<u8> {
     let file = common::tmp("bounded-scale", &format!("barrier-{tasks}.json"));
     std::fs::write(&file, barrier_workload(tasks)).unwrap();
     let ran = bounded(
-        &format!("import-{tasks}"),
         &["import", "rt-app", file.to_str().unwrap()],
+        MEMORY,
         Duration::from_secs(60),
     );
-    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran.stderr));
     ran.stdout
 }
 
@@ -100,11 +57,11 @@ fn rt_app_barriers_import_linear_in_the_tasks_and_simulate() {
     let file = common::tmp("bounded-scale", "barrier-3000.toml");
     std::fs::write(&file, &three).unwrap();
     let ran = bounded(
-        "sim-3000",
         &["sim", file.to_str().unwrap()],
+        MEMORY,
         Duration::from_secs(120),
     );
-    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran.stderr));
     let summary = text(&ran.stdout);
     assert!(summary.contains("horizon 1s"), "{summary}");
     assert!(summary.contains("\n  t2999 "), "{summary}");
@@ -150,16 +107,16 @@ program = [ { run = "1ms" }, { sleep = "5ms" } ]
     .unwrap();
     let svg = common::tmp("bounded-scale", "crowd.svg");
     let ran = bounded(
-        "check-svg",
         &[
             "check",
             file.to_str().unwrap(),
             "--svg",
             svg.to_str().unwrap(),
         ],
+        MEMORY,
         Duration::from_secs(120),
     );
-    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert_eq!(ran.status.code(), Some(0), "{}", text(&ran.stderr));
     let drawing = std::fs::read_to_string(&svg).unwrap();
     // `fair` shows its first 11 threads and one leaf for the rest.
     assert!(drawing.contains("and 99,988 more threads"));
