@@ -367,6 +367,8 @@ pub struct Agent {
     /// What each thread was before the agent took it.
     originals: Vec<Original>,
     by_tid: HashMap<i32, ThreadId>,
+    /// The threads whose events the kernel reports.
+    watched: std::collections::HashSet<i32>,
     start_ns: u64,
     now: Instant,
     last_beat: std::time::Instant,
@@ -490,6 +492,7 @@ impl Agent {
             guardian,
             originals: Vec::new(),
             by_tid: HashMap::new(),
+            watched: Default::default(),
             start_ns: monotonic_ns(),
             now: Instant::ZERO,
             last_beat: std::time::Instant::now(),
@@ -527,6 +530,7 @@ impl Agent {
         parent: &str,
         params: &Params,
     ) -> Result<ThreadId, String> {
+        self.watch(&[tid])?;
         let original =
             Original::capture(tid).map_err(|e| format!("thread {tid} (`{name}`): {e}"))?;
         let parent = self
@@ -544,7 +548,16 @@ impl Agent {
     /// (which it now is) would otherwise escape.
     fn adopt_offspring(&mut self, t: ThreadId) {
         let tid = self.platform.tids[t.index()];
-        for child in sys::offspring_of(tid) {
+        let offspring = sys::offspring_of(tid);
+        if let Err(e) = self.watch(&offspring) {
+            self.log.push(LogEntry {
+                at: self.now,
+                kind: LogKind::Refused,
+                text: format!("could not take over what thread {tid} started: {e}"),
+            });
+            return;
+        }
+        for child in offspring {
             self.adopt(t, child);
         }
     }
@@ -584,10 +597,10 @@ impl Agent {
         self.exits.push(None);
         self.released.push(false);
         self.by_tid.insert(tid, t);
+        // Listed by the caller, or, forked by a listed thread, by the
+        // kernel itself (`event-fork`).
+        self.watched.insert(tid);
         self.platform.park(t);
-        self.events
-            .watch(&self.platform.tids)
-            .map_err(|e| format!("kernel events: {e}"))?;
         // Running or ready now: runnable; otherwise its next wakeup says so.
         if running {
             let now = self.clock(monotonic_ns());
@@ -653,40 +666,37 @@ impl Agent {
         &self.exits
     }
 
-    /// Starts a command the hierarchy is to manage, at the default policy
-    /// (`SCHED_OTHER`, nice 0) on every CPU this process was allowed when
-    /// the agent started: as it would have started without hsched.
-    ///
-    /// Why not simply fork: a new process must run before it can exec (and
-    /// `spawn` waits for the exec). Started at the default policy it could
-    /// land on a CPU a managed thread holds and wait there, up to a second
-    /// behind real-time throttling. So the agent forks at a real-time
-    /// priority just below its own, and the child lowers itself (and
-    /// leaves the agent's CPU) before it execs: it cannot starve the agent.
-    pub fn spawn(&mut self, cmd: &mut std::process::Command) -> io::Result<std::process::Child> {
-        use std::os::unix::process::CommandExt;
-        let cpus = self.all_cpus.clone();
-        // SAFETY: the closure runs in the child between fork and exec and
-        // makes only system calls on its own thread (no allocation, no
-        // locks).
-        unsafe {
-            cmd.pre_exec(move || {
-                sys::set_attr(0, &SchedAttr::fair(sys::SCHED_OTHER, 0))?;
-                sys::set_affinity(0, &cpus)
-            });
-        }
-        sys::set_attr(0, &SchedAttr::fifo(AGENT_PRIORITY - 1))?;
-        let child = cmd.spawn();
-        let back = sys::set_attr(
-            0,
-            &SchedAttr {
-                flags: sys::SCHED_FLAG_RESET_ON_FORK,
-                ..SchedAttr::fifo(AGENT_PRIORITY)
-            },
-        );
-        let child = child?;
-        back?;
-        Ok(child)
+    /// Starts command `argv` held at `gate` ([`crate::launch`]): at the
+    /// default policy (`SCHED_OTHER`, nice 0) on every CPU this process was
+    /// allowed when the agent started, as it would have started without
+    /// hsched, but running none of its own code until the gate opens. So a
+    /// batch is started, listed with the kernel ([`Agent::watch`]) and
+    /// managed first, then released together.
+    pub fn start_held(
+        &mut self,
+        argv: &[&std::ffi::OsStr],
+        stdout: Option<&std::fs::File>,
+        gate: &crate::launch::Gate,
+    ) -> io::Result<crate::launch::Held> {
+        crate::launch::start_held(argv, stdout, &self.all_cpus, gate)
+    }
+
+    /// Has the kernel report the events of threads `tids` (and of what
+    /// they fork) from now on: one write for all (each costs the kernel
+    /// tens of ms), before they are managed, so that none of their
+    /// blocks or wakeups after [`Agent::manage`] reads their state is
+    /// missed.
+    pub fn watch(&mut self, tids: &[i32]) -> Result<(), String> {
+        let new: Vec<i32> = tids
+            .iter()
+            .copied()
+            .filter(|t| !self.watched.contains(t))
+            .collect();
+        self.events
+            .watch(&new)
+            .map_err(|e| format!("kernel events: {e}"))?;
+        self.watched.extend(new);
+        Ok(())
     }
 
     /// Reads the kernel's events that are ready and tells the dispatcher

@@ -19,6 +19,7 @@ mod error;
 mod hierarchy;
 pub mod import;
 mod program;
+pub mod rules;
 mod tree;
 
 pub use error::ScenarioError;

@@ -1,0 +1,177 @@
+//! Commands started held: forked, then waiting at a gate before they
+//! exec, so that no code of theirs runs before the agent manages them,
+//! and released together when it has ([`Gate::open`]).
+//!
+//! Why not `std::process::Command`: its `spawn` returns only once the
+//! child has exec'd, so a child cannot wait for the agent before it runs
+//! its program; started one after another, each command ran unmanaged
+//! until the next ones were started (measured: 50 commands took 6.8 s to
+//! start, the first holding most of the CPU meanwhile).
+//!
+//! The child is forked from the agent, whose reset-on-fork policy gives it
+//! the default one (`SCHED_OTHER`, nice 0); the agent then gives it every
+//! CPU the agent's process had: as it would have started without hsched.
+//! Between fork and exec it only closes and duplicates descriptors and
+//! reads the gate (nothing that allocates or takes a lock).
+
+use std::ffi::{CString, OsStr};
+use std::fs::File;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Where a batch of held commands wait; [`Gate::open`] releases them all.
+pub struct Gate {
+    read: OwnedFd,
+    write: Option<OwnedFd>,
+}
+
+impl Gate {
+    pub fn new() -> io::Result<Gate> {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors.
+        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: both were just opened and are owned by nothing else.
+        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
+        Ok(Gate {
+            read,
+            write: Some(write),
+        })
+    }
+
+    /// Releases every command held at it: they go on to exec.
+    pub fn open(&mut self) {
+        self.write = None;
+    }
+}
+
+/// A command started held at a gate: its process, in a group of its own.
+#[derive(Debug)]
+pub struct Held {
+    pid: i32,
+    reaped: bool,
+}
+
+impl Held {
+    pub fn id(&self) -> i32 {
+        self.pid
+    }
+
+    /// Waits for the process to end and reaps it.
+    pub fn wait(&mut self) -> io::Result<()> {
+        while !self.reaped {
+            let mut status = 0;
+            // SAFETY: `status` is a valid int.
+            if unsafe { libc::waitpid(self.pid, &mut status, 0) } == self.pid {
+                self.reaped = true;
+            } else {
+                let e = io::Error::last_os_error();
+                if e.kind() != io::ErrorKind::Interrupted {
+                    return Err(e);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The program `name` names, as `execvp` would find it: a path as given,
+/// a bare name looked up in `PATH`; an error saying why not if there is
+/// no such executable file.
+pub fn resolve(name: &OsStr) -> io::Result<PathBuf> {
+    let executable = |p: &Path| {
+        let c = CString::new(p.as_os_str().as_bytes()).ok()?;
+        // SAFETY: `c` is a valid C string.
+        let ok = p.is_file() && unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0;
+        ok.then(|| p.to_path_buf())
+    };
+    if name.as_bytes().contains(&b'/') {
+        let p = Path::new(name);
+        if !p.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "no such file (or not a regular file)",
+            ));
+        }
+        return executable(p).ok_or_else(|| {
+            io::Error::new(io::ErrorKind::PermissionDenied, "not an executable file")
+        });
+    }
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/bin:/bin".into());
+    std::env::split_paths(&path)
+        .find_map(|dir| executable(&dir.join(name)))
+        .ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("no executable `{}` in PATH", name.to_string_lossy()),
+            )
+        })
+}
+
+/// Starts `argv` (its program resolved with [`resolve`]) held at `gate`,
+/// in a process group of its own, stdin from /dev/null, stdout to
+/// `stdout` if given, on CPUs `cpus`. The program is found before the
+/// fork: a missing one is an error here, nothing started.
+pub fn start_held(
+    argv: &[&OsStr],
+    stdout: Option<&File>,
+    cpus: &[usize],
+    gate: &Gate,
+) -> io::Result<Held> {
+    let program = resolve(argv.first().ok_or_else(|| io::Error::other("an empty command"))?)?;
+    let cstr = |s: &[u8]| {
+        CString::new(s).map_err(|_| io::Error::other("a command word holds a NUL byte"))
+    };
+    let program = cstr(program.as_os_str().as_bytes())?;
+    let args = argv
+        .iter()
+        .map(|a| cstr(a.as_bytes()))
+        .collect::<io::Result<Vec<CString>>>()?;
+    let mut arg_ptrs: Vec<*const libc::c_char> = args.iter().map(|a| a.as_ptr()).collect();
+    arg_ptrs.push(std::ptr::null());
+    let null = File::open("/dev/null")?;
+    let stdout: RawFd = stdout.map_or(-1, AsRawFd::as_raw_fd);
+    let gate_read = gate.read.as_raw_fd();
+    let gate_write = gate.write.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+    // SAFETY: the child makes only async-signal-safe calls on memory
+    // prepared before the fork, and ends in exec or _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    if pid == 0 {
+        // SAFETY: as above; the child's own copies of descriptors.
+        unsafe {
+            libc::close(gate_write);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+            let ok = libc::setpgid(0, 0) == 0
+                && libc::dup2(null.as_raw_fd(), 0) == 0
+                && (stdout < 0 || libc::dup2(stdout, 1) == 1);
+            if ok {
+                let mut byte = 0u8;
+                // Until every write end is closed: the gate opens.
+                while libc::read(gate_read, (&mut byte as *mut u8).cast(), 1) != 0
+                    && *libc::__errno_location() == libc::EINTR
+                {}
+                libc::execv(program.as_ptr(), arg_ptrs.as_ptr());
+            }
+            libc::_exit(127);
+        }
+    }
+    let mut held = Held { pid, reaped: false };
+    // SAFETY: setpgid has no memory arguments. (Both sides set the group:
+    // whichever runs first, it is set before either goes on.)
+    unsafe { libc::setpgid(pid, pid) };
+    if let Err(e) = crate::sys::set_affinity(pid, cpus) {
+        let _ = crate::sys::signal(pid, libc::SIGKILL);
+        let _ = held.wait();
+        return Err(e);
+    }
+    Ok(held)
+}
