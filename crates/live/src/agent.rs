@@ -45,7 +45,7 @@ use hsched_model::{Action, LogEntry, LogKind};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The agent's own `SCHED_FIFO` priority.
@@ -92,6 +92,10 @@ pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How often the agent gives one (and the longest it waits between two
 /// turns of its loop).
 const HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
+/// How often, at most, control work left over (replies a client has not
+/// read, requests beyond a turn's share) is taken up when nothing else
+/// wakes the loop for it.
+const CONTROL_BACKLOG_EVERY: Duration = Duration::from_millis(10);
 /// How often the switches that do not wake the agent are read (their
 /// buffer holds seconds of them).
 const READ_SWITCHES_EVERY: Duration = Duration::from_millis(20);
@@ -397,6 +401,17 @@ pub struct Agent {
     released: Vec<bool>,
     /// Plugin libraries loaded by control requests (kept open for the run).
     plugins: Vec<hsched_plugin_host::Plugin>,
+    /// A plugin library being loaded off the loop, if one is.
+    plugin_load: Option<PluginLoad>,
+    /// When the control socket was last served.
+    control_served: std::time::Instant,
+}
+
+/// A plugin library being loaded on a thread of its own, and who asked.
+struct PluginLoad {
+    peer: Peer,
+    connection: u64,
+    result: std::sync::mpsc::Receiver<Result<hsched_plugin_host::Plugin, String>>,
 }
 
 impl Agent {
@@ -510,6 +525,8 @@ impl Agent {
             exits: Vec::new(),
             released: Vec::new(),
             plugins: Vec::new(),
+            plugin_load: None,
+            control_served: std::time::Instant::now(),
         })
     }
 
@@ -736,7 +753,12 @@ impl Agent {
                         self.adopt(p, child);
                     }
                 }
-                SchedEvent::Exit { tid, .. } => self.exited(tid),
+                SchedEvent::Exit { tid, .. } => {
+                    // The kernel drops it from its list (`event-fork`): a
+                    // later thread given its id is listed anew.
+                    self.watched.remove(&tid);
+                    self.exited(tid);
+                }
                 SchedEvent::Switch { .. } => {}
             }
         }
@@ -908,9 +930,12 @@ impl Agent {
             }
             self.take_events(&mut seen)?;
             self.now = self.clock(monotonic_ns());
-            if ready[2..].contains(&true) {
+            let backlog = self.control.as_ref().is_some_and(|c| c.backlog())
+                && self.control_served.elapsed() >= CONTROL_BACKLOG_EVERY;
+            if ready[2..].contains(&true) || backlog {
                 self.serve_control();
             }
+            self.finish_plugin_load();
             if until < end && self.now >= until {
                 self.lateness.push(self.now.0 - until.0);
             }
@@ -939,12 +964,44 @@ impl Agent {
         let Some(mut control) = self.control.take() else {
             return;
         };
-        control.serve(|peer, req| self.answer(peer, req));
+        control.serve(|peer, id, req| self.answer(peer, id, req));
         self.control = Some(control);
+        self.control_served = std::time::Instant::now();
     }
 
-    /// Carries out one control request from `peer`, logging what it did.
-    fn answer(&mut self, peer: &Peer, req: Request) -> Response {
+    /// Applies the plugin library loaded off the loop, if it is, and
+    /// answers the request that asked for it.
+    fn finish_plugin_load(&mut self) {
+        let Some(load) = &self.plugin_load else {
+            return;
+        };
+        let loaded = match load.result.try_recv() {
+            Ok(loaded) => loaded,
+            Err(std::sync::mpsc::TryRecvError::Empty) => return,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                Err("loading the plugin failed (its loader ended)".into())
+            }
+        };
+        let load = self.plugin_load.take().expect("checked above");
+        let response = match loaded.and_then(|p| self.add_plugin(p)) {
+            Ok(text) => Response {
+                ok: true,
+                text,
+                reply: Params::new(),
+            },
+            Err(e) => Response::refused(e),
+        };
+        let response = self.logged(response, &load.peer);
+        if let Some(c) = &mut self.control {
+            c.complete(load.connection, &response);
+        }
+        self.serve_control();
+    }
+
+    /// Carries out one control request from `peer` on connection
+    /// `connection`, logging what it did; `None` when the answer comes
+    /// later (a plugin loaded off the loop).
+    fn answer(&mut self, peer: &Peer, connection: u64, req: Request) -> Option<Response> {
         let managed: Vec<(String, i32)> = (0..self.platform.tids.len())
             .map(|i| {
                 let name = self.disp.thread_name(ThreadId(i as u32)).to_string();
@@ -953,39 +1010,46 @@ impl Agent {
             .collect();
         let speaker = match authorize(peer, &managed, &req) {
             Ok(s) => s,
-            Err(e) => return self.logged(Response::refused(e), peer),
+            Err(e) => return Some(self.logged(Response::refused(e), peer)),
         };
         let now = self.now;
         let action = match req {
             Request::Status => {
-                return Response {
+                return Some(Response {
                     ok: true,
                     text: self.status(),
                     reply: Params::new(),
-                }
+                })
             }
             Request::Msg { to, name, args, .. } => {
-                return self.message(peer, &speaker, to.as_deref(), Msg { name, args })
+                return Some(self.message(peer, &speaker, to.as_deref(), Msg { name, args }))
             }
             Request::Move { thread, to, params } => Action::Move { thread, to, params },
             Request::Load { scheduler } => Action::Load(scheduler),
             Request::Plugin { path } => {
-                let response = match self.load_plugin(&path) {
-                    Ok(text) => Response {
-                        ok: true,
-                        text,
-                        reply: Params::new(),
-                    },
-                    Err(e) => Response::refused(e),
+                return match self.start_plugin_load(path, *peer, connection) {
+                    Ok(()) => None,
+                    Err(e) => Some(self.logged(Response::refused(e), peer)),
                 };
-                return self.logged(response, peer);
             }
             Request::Unload { scheduler } => Action::Unload(scheduler),
             Request::Detach { scheduler } => Action::Detach(scheduler),
             Request::Attach { scheduler, parents } => Action::Attach { scheduler, parents },
         };
-        let result = hsched_dispatch::apply(&mut self.disp, &mut self.platform, now, &action)
-            .expect("control requests are hierarchy actions");
+        // The scenario's rules first: a request is refused as the same step
+        // of a script would be.
+        let name = |s: Option<hsched_core::SchedId>| s.map(|s| self.disp.sched_name(s));
+        let exists = |n: &str| self.disp.sched_by_name(n).is_some();
+        let rules = hsched_scenario::rules::Hierarchy {
+            root: name(self.disp.root()).unwrap_or_default(),
+            default: name(self.disp.default_sched()).unwrap_or_default(),
+            cpus: self.platform.cpus.len() as u32,
+            exists: &exists,
+        };
+        let result = hsched_scenario::rules::check_action(&action, &rules).and_then(|()| {
+            hsched_dispatch::apply(&mut self.disp, &mut self.platform, now, &action)
+                .expect("control requests are hierarchy actions")
+        });
         let response = match result {
             Ok(text) => Response {
                 ok: true,
@@ -994,14 +1058,54 @@ impl Agent {
             },
             Err(e) => Response::refused(e),
         };
-        self.logged(response, peer)
+        Some(self.logged(response, peer))
     }
 
-    /// Loads the plugin library at `path`: its policies join the ones the
+    /// Starts loading the plugin library at `path` for `peer` on a thread
+    /// of its own: a library's constructors run as it loads, for as long as
+    /// they take, and the loop must not wait for them. Only a regular file
+    /// is opened (a named pipe would block the opener); one load at a time.
+    fn start_plugin_load(
+        &mut self,
+        path: PathBuf,
+        peer: Peer,
+        connection: u64,
+    ) -> Result<(), String> {
+        if self.plugin_load.is_some() {
+            return Err(format!(
+                "plugin {}: another plugin is being loaded; ask again when it is",
+                path.display()
+            ));
+        }
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(format!(
+                    "plugin {}: not a regular file (a directory, named pipe or device): expected a plugin library",
+                    path.display()
+                ))
+            }
+            Err(e) => return Err(format!("plugin {}: {e}", path.display())),
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("hsched-plugin".into())
+            .spawn(move || {
+                let _ = tx.send(hsched_plugin_host::Plugin::load(&path).map_err(|e| e.to_string()));
+            })
+            .map_err(|e| format!("a thread to load the plugin on: {e}"))?;
+        self.plugin_load = Some(PluginLoad {
+            peer,
+            connection,
+            result: rx,
+        });
+        Ok(())
+    }
+
+    /// Adds the policies of a loaded plugin library to the ones the
     /// hierarchy may create. Refused if one of them has the name of a
     /// built-in policy or of one loaded before.
-    fn load_plugin(&mut self, path: &Path) -> Result<String, String> {
-        let plugin = hsched_plugin_host::Plugin::load(path).map_err(|e| e.to_string())?;
+    fn add_plugin(&mut self, plugin: hsched_plugin_host::Plugin) -> Result<String, String> {
         let names: Vec<&str> = plugin.policies().iter().map(|p| p.info.name).collect();
         for name in &names {
             let loaded = self

@@ -726,7 +726,9 @@ impl SchedEvents {
         events.rest.set(SWITCH, "filter", &format!("!({block})"))?;
         // The reader woken (by its timer, say) while a watched thread runs.
         for waking in &EVENTS[1..3] {
-            events.wake.set(waking, "filter", &format!("pid != {reader}"))?;
+            events
+                .wake
+                .set(waking, "filter", &format!("pid != {reader}"))?;
         }
         events.watch(tids)?;
         Ok(events)

@@ -121,10 +121,12 @@ pub fn start_held(
     cpus: &[usize],
     gate: &Gate,
 ) -> io::Result<Held> {
-    let program = resolve(argv.first().ok_or_else(|| io::Error::other("an empty command"))?)?;
-    let cstr = |s: &[u8]| {
-        CString::new(s).map_err(|_| io::Error::other("a command word holds a NUL byte"))
-    };
+    let program = resolve(
+        argv.first()
+            .ok_or_else(|| io::Error::other("an empty command"))?,
+    )?;
+    let cstr =
+        |s: &[u8]| CString::new(s).map_err(|_| io::Error::other("a command word holds a NUL byte"));
     let program = cstr(program.as_os_str().as_bytes())?;
     let args = argv
         .iter()

@@ -17,10 +17,10 @@
 //! it runs.
 
 use crate::agent::Agent;
+use crate::launch::{Gate, Held};
 use crate::observe::{Observations, Seen, ThreadFigures};
 use hsched_core::{Duration, Instant, ThreadId};
 use hsched_model::{Action, RunResult, Scenario, ThreadResult};
-use crate::launch::{Gate, Held};
 use std::ffi::{OsStr, OsString};
 
 /// Ends commands started held that are not managed (a batch that failed

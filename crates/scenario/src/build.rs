@@ -905,7 +905,8 @@ fn apply<'r>(
 /// unloaded, detached nor attached).
 fn removable(world: &World<'_>, r: &NameRef, t: Instant, verb: &str) -> Result<String, Fail> {
     world.present(&r.name, &r.span, &r.path, t)?;
-    crate::rules::not_root(&r.name, &world.root, verb).map_err(|e| Fail::new(&r.span, &r.path, e))?;
+    crate::rules::not_root(&r.name, &world.root, verb)
+        .map_err(|e| Fail::new(&r.span, &r.path, e))?;
     Ok(r.name.clone())
 }
 
