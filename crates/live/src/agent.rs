@@ -693,7 +693,7 @@ impl Agent {
         &mut self,
         argv: &[&std::ffi::OsStr],
         stdout: Option<&std::fs::File>,
-        gate: &crate::launch::Gate,
+        gate: &mut crate::launch::Gate,
     ) -> io::Result<crate::launch::Held> {
         crate::launch::start_held(argv, stdout, &self.all_cpus, gate)
     }

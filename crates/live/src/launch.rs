@@ -11,40 +11,47 @@
 //! The child is forked from the agent, whose reset-on-fork policy gives it
 //! the default one (`SCHED_OTHER`, nice 0); the agent then gives it every
 //! CPU the agent's process had: as it would have started without hsched.
-//! Between fork and exec it only closes and duplicates descriptors and
-//! reads the gate (nothing that allocates or takes a lock).
+//! Between fork and exec it only sets its group, duplicates descriptors
+//! and waits at the gate (nothing that allocates or takes a lock).
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Where a batch of held commands wait; [`Gate::open`] releases them all.
+///
+/// A held command waits for [`RELEASE`] (blocked in it from the fork on,
+/// so it cannot kill it early), each its own: one hard-parked (stopped)
+/// before it ran holds none of the others back, as a shared pipe's write
+/// end it inherited would. The same signal comes as its parent-death
+/// signal: an agent that dies before the release leaves none held.
 pub struct Gate {
-    read: OwnedFd,
-    write: Option<OwnedFd>,
+    held: Vec<i32>,
 }
 
+/// The signal that releases a held command.
+const RELEASE: libc::c_int = libc::SIGUSR1;
+
 impl Gate {
-    pub fn new() -> io::Result<Gate> {
-        let mut fds = [0; 2];
-        // SAFETY: `fds` has room for the two descriptors.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: both were just opened and are owned by nothing else.
-        let (read, write) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        Ok(Gate {
-            read,
-            write: Some(write),
-        })
+    pub fn new() -> Gate {
+        Gate { held: Vec::new() }
     }
 
     /// Releases every command held at it: they go on to exec.
-    pub fn open(&mut self) {
-        self.write = None;
+    pub fn open(&mut self) -> io::Result<()> {
+        for pid in std::mem::take(&mut self.held) {
+            crate::sys::signal(pid, RELEASE)?;
+        }
+        Ok(())
+    }
+}
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate::new()
     }
 }
 
@@ -119,7 +126,7 @@ pub fn start_held(
     argv: &[&OsStr],
     stdout: Option<&File>,
     cpus: &[usize],
-    gate: &Gate,
+    gate: &mut Gate,
 ) -> io::Result<Held> {
     let program = resolve(
         argv.first()
@@ -136,36 +143,53 @@ pub fn start_held(
     arg_ptrs.push(std::ptr::null());
     let null = File::open("/dev/null")?;
     let stdout: RawFd = stdout.map_or(-1, AsRawFd::as_raw_fd);
-    let gate_read = gate.read.as_raw_fd();
-    let gate_write = gate.write.as_ref().map_or(-1, AsRawFd::as_raw_fd);
+    // SAFETY: plain signal-set calls on local sets.
+    let (release, mut before) = unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, RELEASE);
+        (set, std::mem::zeroed::<libc::sigset_t>())
+    };
+    // The child is born with the release blocked (the mask is inherited):
+    // sent before it waits, it stays pending instead of killing it.
+    // SAFETY: valid signal sets.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &release, &mut before) };
+    // SAFETY: getpid has no arguments.
+    let parent = unsafe { libc::getpid() };
     // SAFETY: the child makes only async-signal-safe calls on memory
     // prepared before the fork, and ends in exec or _exit.
     let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(io::Error::last_os_error());
-    }
     if pid == 0 {
-        // SAFETY: as above; the child's own copies of descriptors.
+        // SAFETY: as above.
         unsafe {
-            libc::close(gate_write);
+            libc::prctl(libc::PR_SET_PDEATHSIG, RELEASE as libc::c_ulong);
+            let ok = libc::setpgid(0, 0) == 0
+                && libc::dup2(null.as_raw_fd(), 0) == 0
+                && (stdout < 0 || libc::dup2(stdout, 1) == 1);
+            // Held until released, or until the agent is gone (if it died
+            // before the line above, its parent is another already).
+            if ok && libc::getppid() == parent {
+                let mut sig = 0;
+                while libc::sigwait(&release, &mut sig) != 0 {}
+            }
+            libc::prctl(libc::PR_SET_PDEATHSIG, 0 as libc::c_ulong);
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut none);
             libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            let ok = libc::setpgid(0, 0) == 0
-                && libc::dup2(null.as_raw_fd(), 0) == 0
-                && (stdout < 0 || libc::dup2(stdout, 1) == 1);
             if ok {
-                let mut byte = 0u8;
-                // Until every write end is closed: the gate opens.
-                while libc::read(gate_read, (&mut byte as *mut u8).cast(), 1) != 0
-                    && *libc::__errno_location() == libc::EINTR
-                {}
                 libc::execv(program.as_ptr(), arg_ptrs.as_ptr());
             }
             libc::_exit(127);
         }
     }
+    let forked = io::Error::last_os_error();
+    // SAFETY: the mask saved above.
+    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut()) };
+    if pid < 0 {
+        return Err(forked);
+    }
+    gate.held.push(pid);
     let mut held = Held { pid, reaped: false };
     // SAFETY: setpgid has no memory arguments. (Both sides set the group:
     // whichever runs first, it is set before either goes on.)

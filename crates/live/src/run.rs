@@ -192,7 +192,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                 due.push(order[next]);
                 next += 1;
             }
-            let mut gate = Gate::new().map_err(|e| format!("a pipe to hold commands at: {e}"))?;
+            let mut gate = Gate::new();
             let mut batch: Vec<(usize, Option<Held>, i32, Option<std::fs::File>)> = Vec::new();
             for &i in &due {
                 let spec = &scn.threads[i];
@@ -220,7 +220,7 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                     }
                 };
                 let argv: Vec<&OsStr> = argv.iter().map(OsString::as_os_str).collect();
-                match agent.start_held(&argv, report.as_ref(), &gate) {
+                match agent.start_held(&argv, report.as_ref(), &mut gate) {
                     Ok(child) => {
                         let pid = child.id();
                         batch.push((i, Some(child), pid, report));
@@ -257,7 +257,8 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
                     }
                 }
             }
-            gate.open();
+            gate.open()
+                .map_err(|e| format!("releasing the commands started: {e}"))?;
             // Script steps due now, after the arrivals at the same time
             // (as in simulation).
             while next_step < script.len() && script[next_step].at <= agent.now() {
