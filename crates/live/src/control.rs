@@ -205,6 +205,8 @@ pub const MAX_CONNECTIONS: usize = 256;
 pub const MAX_CONNECTIONS_PER_PROCESS: usize = 16;
 /// Replies a client has not read, at most: beyond, it is cut off.
 const MAX_UNREAD: usize = 1 << 20;
+/// Unread replies beyond which a client's further requests wait.
+const REPLY_ROOM: usize = 64 * 1024;
 /// Requests answered per client in one turn of the agent's loop: the
 /// rest wait for the next, so that no client holds the loop.
 const PER_TURN: usize = 64;
@@ -386,7 +388,9 @@ impl ControlSocket {
         self.connections.retain_mut(|c| {
             let open = c.fill();
             let mut answered = 0;
-            while answered < PER_TURN && c.has_request() {
+            // Not while its replies wait unread beyond a little: a client
+            // that does not read is not answered further.
+            while answered < PER_TURN && c.out.len() < REPLY_ROOM && c.has_request() {
                 let end = c.pending.iter().position(|&b| b == b'\n').expect("has one");
                 let line: Vec<u8> = c.pending.drain(..=end).collect();
                 answered += 1;
