@@ -547,6 +547,31 @@ impl Agent {
         parent: &str,
         params: &Params,
     ) -> Result<ThreadId, String> {
+        self.manage_as(tid, name, parent, params, false)
+    }
+
+    /// [`Agent::manage`] for a command held at a gate
+    /// ([`Agent::start_held`]) and about to be released: it is ready from
+    /// now on, as a simulated thread is at its arrival, whatever its state
+    /// at the gate (its release is then no new wakeup).
+    pub fn manage_held(
+        &mut self,
+        tid: i32,
+        name: &str,
+        parent: &str,
+        params: &Params,
+    ) -> Result<ThreadId, String> {
+        self.manage_as(tid, name, parent, params, true)
+    }
+
+    fn manage_as(
+        &mut self,
+        tid: i32,
+        name: &str,
+        parent: &str,
+        params: &Params,
+        ready: bool,
+    ) -> Result<ThreadId, String> {
         self.watch(&[tid])?;
         let original =
             Original::capture(tid).map_err(|e| format!("thread {tid} (`{name}`): {e}"))?;
@@ -555,7 +580,7 @@ impl Agent {
             .sched_by_name(parent)
             .or(self.disp.default_sched())
             .ok_or_else(|| format!("thread `{name}`: no scheduler `{parent}` to join"))?;
-        let t = self.take(tid, name, parent, params, original, None)?;
+        let t = self.take(tid, name, parent, params, original, None, ready)?;
         self.adopt_offspring(t);
         Ok(t)
     }
@@ -580,7 +605,9 @@ impl Agent {
     }
 
     /// Takes over `tid` under `sched`; `family`: the managed thread whose
-    /// descendant it is (`None`: it heads its own family).
+    /// descendant it is (`None`: it heads its own family); `ready`: taken
+    /// as ready whatever its state.
+    #[allow(clippy::too_many_arguments)]
     fn take(
         &mut self,
         tid: i32,
@@ -589,6 +616,7 @@ impl Agent {
         params: &Params,
         original: Original,
         family: Option<ThreadId>,
+        ready: bool,
     ) -> Result<ThreadId, String> {
         self.guardian
             .send(&Line::Manage(original.clone()))
@@ -603,7 +631,7 @@ impl Agent {
         }
         // Read before parking: a hard-parked process shows as stopped.
         let pid = sys::tgid_of(tid).unwrap_or(tid);
-        let running = matches!(sys::thread_state(pid, tid), Ok('R'));
+        let running = ready || matches!(sys::thread_state(pid, tid), Ok('R'));
         self.platform.tids.push(tid);
         self.platform.pids.push(pid);
         self.platform.fresh.push(false);
@@ -646,7 +674,7 @@ impl Agent {
         };
         let name = format!("{}/{child}", self.disp.thread_name(head));
         let params = self.params[parent.index()].clone();
-        match self.take(child, &name, sched, &params, original, Some(head)) {
+        match self.take(child, &name, sched, &params, original, Some(head), false) {
             Ok(t) => self.adopt_offspring(t),
             Err(e) => self.log.push(LogEntry {
                 at: self.now,

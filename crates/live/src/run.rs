@@ -244,7 +244,12 @@ pub fn run(scn: &Scenario, opts: &LiveOptions) -> Result<RunResult, String> {
             let mut batch = batch.into_iter();
             while let Some((i, child, pid, report)) = batch.next() {
                 let spec = &scn.threads[i];
-                match agent.manage(pid, &spec.name, &spec.parent, &spec.params) {
+                let managed = if child.is_some() {
+                    agent.manage_held(pid, &spec.name, &spec.parent, &spec.params)
+                } else {
+                    agent.manage(pid, &spec.name, &spec.parent, &spec.params)
+                };
+                match managed {
                     Ok(id) => started.push(Started {
                         child,
                         report,
