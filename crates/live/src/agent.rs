@@ -399,6 +399,9 @@ pub struct Agent {
     /// By managed thread: handed back to Linux (see
     /// [`Agent::hand_back_ejected`]).
     released: Vec<bool>,
+    /// By managed thread: a command held at its gate, not woken since
+    /// ([`Agent::manage_held`]).
+    held: Vec<bool>,
     /// Plugin libraries loaded by control requests (kept open for the run).
     plugins: Vec<hsched_plugin_host::Plugin>,
     /// A plugin library being loaded off the loop, if one is.
@@ -524,6 +527,7 @@ impl Agent {
             params: Vec::new(),
             exits: Vec::new(),
             released: Vec::new(),
+            held: Vec::new(),
             plugins: Vec::new(),
             plugin_load: None,
             control_served: std::time::Instant::now(),
@@ -553,7 +557,8 @@ impl Agent {
     /// [`Agent::manage`] for a command held at a gate
     /// ([`Agent::start_held`]) and about to be released: it is ready from
     /// now on, as a simulated thread is at its arrival, whatever its state
-    /// at the gate (its release is then no new wakeup).
+    /// at the gate: its wait there is no block, its release no new
+    /// wakeup.
     pub fn manage_held(
         &mut self,
         tid: i32,
@@ -581,6 +586,7 @@ impl Agent {
             .or(self.disp.default_sched())
             .ok_or_else(|| format!("thread `{name}`: no scheduler `{parent}` to join"))?;
         let t = self.take(tid, name, parent, params, original, None, ready)?;
+        self.held[t.index()] = ready;
         self.adopt_offspring(t);
         Ok(t)
     }
@@ -641,6 +647,7 @@ impl Agent {
         self.params.push(params.clone());
         self.exits.push(None);
         self.released.push(false);
+        self.held.push(false);
         self.by_tid.insert(tid, t);
         // Listed by the caller, or, forked by a listed thread, by the
         // kernel itself (`event-fork`).
@@ -761,7 +768,9 @@ impl Agent {
                     prev_blocked: true,
                     ..
                 } => {
-                    if let Some(&t) = self.by_tid.get(&prev) {
+                    // A held command waiting at its gate stays ready: it
+                    // is released at once.
+                    if let Some(&t) = self.by_tid.get(&prev).filter(|t| !self.held[t.index()]) {
                         self.platform.blocking = Some(t);
                         self.disp.thread_block(&mut self.platform, self.now, t);
                         self.platform.blocking = None;
@@ -769,6 +778,7 @@ impl Agent {
                 }
                 SchedEvent::Wakeup { tid, .. } => {
                     if let Some(&t) = self.by_tid.get(&tid) {
+                        self.held[t.index()] = false;
                         self.platform.fresh[t.index()] = true;
                         self.platform.waking = Some(t);
                         self.disp.thread_ready(&mut self.platform, self.now, t);
