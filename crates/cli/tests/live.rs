@@ -236,11 +236,15 @@ program = [ { run = "100s" } ]
 "#;
 
 /// The shells among process `pid`'s children.
+/// The commands agent `pid` started: its children but the guardian. (A
+/// command hard-parked before it ran has not exec'd yet: its name is
+/// still the agent's.)
 fn shell_children(pid: u32) -> Vec<i32> {
     children(pid)
         .into_iter()
         .filter(|&p| {
-            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "sh")
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| !c.windows(10).any(|w| w == b"__guardian"))
         })
         .collect()
 }
@@ -1068,5 +1072,251 @@ fn the_live_experiments_are_listed() {
         "live-cyclictest",
     ] {
         assert!(list.contains(name), "{name} missing from\n{list}");
+    }
+}
+
+/// `hsched live --json` of `count` commands `sleep 0.2`, marked with
+/// `marker` (their `$0`), arriving together on one CPU under rr for
+/// `horizon_s`: the result, and how far the run overran its horizon (the
+/// start-up).
+fn many_sleepers(count: usize, horizon_s: u64, marker: &str) -> (serde_json::Value, Duration) {
+    let scenario = tmp("live", &format!("many-{count}.toml"));
+    std::fs::write(
+        &scenario,
+        format!(
+            r#"
+name = "many"
+horizon = "{horizon_s}s"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "rr"
+policy = "rr"
+quantum = "20ms"
+[[thread]]
+name = "s"
+count = {count}
+parent = "rr"
+command = ["sh", "-c", "sleep 0.2", "{marker}"]
+program = [ {{ run = "1ms" }} ]
+"#
+        ),
+    )
+    .unwrap();
+    let out = hsched(&["live", scenario.to_str().unwrap(), "--json"]);
+    assert!(
+        out.status.success(),
+        "{count} commands: {}",
+        text(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let wall = Duration::from_nanos(result["global"]["wall_ns"].as_u64().unwrap());
+    (result, wall.saturating_sub(Duration::from_secs(horizon_s)))
+}
+
+/// The processes whose command line holds `marker`.
+fn marked(marker: &str) -> Vec<i32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|p| {
+            std::fs::read(format!("/proc/{p}/cmdline"))
+                .is_ok_and(|c| c.windows(marker.len()).any(|w| w == marker.as_bytes()))
+        })
+        .collect()
+}
+
+/// 500 commands arriving together all start managed (the kernel reports
+/// each one's wakeups: before, its filter held some 60 threads and 70
+/// commands aborted the run, one left running), are started in about the
+/// time one is (before, 50 took seconds, each running unmanaged until the
+/// rest were started), and none is left running after the run.
+#[test]
+fn five_hundred_commands_start_managed_and_together() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    hsched_testkit::require!("root", realtime());
+    let marker = format!("hsched-scale-{}", std::process::id());
+    let (_, baseline) = many_sleepers(1, 1, &marker);
+    // Long enough for each to run: its shell and its sleep take about
+    // 2 ms of the one CPU, and the wakeup counted is its first run after.
+    let (result, startup) = many_sleepers(500, 4, &marker);
+    let threads = result["threads"].as_array().unwrap();
+    assert_eq!(threads.len(), 500);
+    for t in threads {
+        // At least the release from the gate; then the end of its sleep.
+        assert!(
+            t["wakeup_latency"]["count"].as_u64().unwrap() >= 1,
+            "no wakeup of {} was reported: {t}",
+            t["name"]
+        );
+    }
+    assert_eq!(
+        result["log"],
+        serde_json::json!([]),
+        "every thread was taken over"
+    );
+    eprintln!("start-up: 1 command {baseline:?}, 500 commands {startup:?}");
+    // 500 forks and one listing of them with the kernel: well under a
+    // second more than one command (before: 50 commands took 4 to 7 s).
+    assert!(
+        startup < baseline + Duration::from_millis(1500),
+        "500 commands took {startup:?} to start, one {baseline:?}"
+    );
+    let left = marked(&marker);
+    assert!(left.is_empty(), "left running: {left:?}");
+}
+
+/// A control request the scenario parser would refuse as a script step is
+/// refused with its reason and changes nothing (unload of the root or of
+/// the default scheduler, `vps` beyond the CPUs, an empty name); a plugin
+/// that is a named pipe is refused without opening it; and 100
+/// connections that send requests and never read the replies stall
+/// nothing: the others are answered and the run ends on time.
+#[test]
+fn ctl_refuses_what_a_script_may_not_do_and_no_client_stalls_the_agent() {
+    use std::io::Write;
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    hsched_testkit::require!("root", realtime());
+    let socket = tmp("live", "refuse.sock");
+    let socket = socket.to_str().unwrap();
+    let scenario = tmp("live", "refuse.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+name = "refuse"
+horizon = "3s"
+default = "ts"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "root"
+policy = "fp"
+[[scheduler]]
+name = "ts"
+policy = "rr"
+parent = "root"
+at = { prio = 0 }
+[[thread]]
+name = "hog"
+parent = "ts"
+program = [ { run = "100s" } ]
+"#,
+    )
+    .unwrap();
+    let started = Instant::now();
+    let live = Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .args([
+            "live",
+            scenario.to_str().unwrap(),
+            "--json",
+            "--socket",
+            socket,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ctl = |args: &[&str]| {
+        let mut all = vec!["ctl", "--socket", socket];
+        all.extend_from_slice(args);
+        hsched(&all)
+    };
+    while !ctl(&["status"]).status.success() {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "the agent never listened"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // 100 connections, each sending status requests until the socket
+    // takes no more, none reading a reply.
+    let flood: Vec<std::os::unix::net::UnixStream> = (0..100)
+        .filter_map(|_| std::os::unix::net::UnixStream::connect(socket).ok())
+        .collect();
+    let request = b"{\"op\":\"status\"}\n".repeat(4096);
+    for mut c in &flood {
+        c.set_nonblocking(true).unwrap();
+        let _ = c.write(&request);
+    }
+    let fifo = tmp("live", "plugin.fifo");
+    let _ = std::fs::remove_file(&fifo);
+    let c_fifo = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid C string.
+    assert_eq!(unsafe { libc::mkfifo(c_fifo.as_ptr(), 0o600) }, 0);
+    let refusals: [(&[&str], &str); 5] = [
+        (
+            &["unload", "root"],
+            "`root` is the root and cannot be unloaded",
+        ),
+        (
+            &["unload", "ts"],
+            "`ts` is the default scheduler and cannot be unloaded",
+        ),
+        (
+            &[
+                "load", "fast", "rr", "--parent", "root", "--vps", "100000", "--at", "prio=5",
+            ],
+            "expected an integer in 1..=1",
+        ),
+        (
+            &["load", "", "rr", "--parent", "root", "--at", "prio=5"],
+            "found an empty string",
+        ),
+        (&["plugin", fifo.to_str().unwrap()], "not a regular file"),
+    ];
+    for (args, why) in refusals {
+        let asked = Instant::now();
+        let out = ctl(args);
+        if out.status.code() != Some(2) {
+            let _ = hsched_live::sys::signal(live.id() as i32, libc::SIGTERM);
+            let live = live.wait_with_output().unwrap();
+            panic!(
+                "ctl {args:?}: {} (hsched live: {})",
+                text(&out.stderr),
+                text(&live.stderr)
+            );
+        }
+        assert!(
+            text(&out.stderr).contains(why),
+            "ctl {args:?}: {}",
+            text(&out.stderr)
+        );
+        // Answered while the flood is unread: the agent never waits on it.
+        assert!(
+            asked.elapsed() < Duration::from_secs(2),
+            "ctl {args:?} took {:?}",
+            asked.elapsed()
+        );
+    }
+    let status = ctl(&["status"]);
+    if !status.status.success() {
+        let _ = hsched_live::sys::signal(live.id() as i32, libc::SIGTERM);
+        let live = live.wait_with_output().unwrap();
+        panic!(
+            "ctl status: {} (hsched live: {})",
+            text(&status.stderr),
+            text(&live.stderr)
+        );
+    }
+    let status = text(&status.stdout);
+    assert!(
+        status.contains("scheduler root")
+            && status.contains("scheduler ts")
+            && !status.contains("fast"),
+        "nothing changed: {status}"
+    );
+    let out = live.wait_with_output().unwrap();
+    let took = started.elapsed();
+    drop(flood);
+    let _ = std::fs::remove_file(&fifo);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // The 3 s horizon, with room for start-up and wrap-up: an agent stalled
+    // on a client is killed by its guardian after 1 s without a heartbeat.
+    assert!(took < Duration::from_secs(8), "the run took {took:?}");
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = result["log"].to_string();
+    for why in ["is the root and cannot be unloaded", "not a regular file"] {
+        assert!(log.contains(why), "{log}");
     }
 }

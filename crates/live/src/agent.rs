@@ -53,7 +53,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The agent's own `SCHED_FIFO` priority.
@@ -100,6 +100,10 @@ pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(1);
 /// How often the agent gives one (and the longest it waits between two
 /// turns of its loop).
 const HEARTBEAT_EVERY: Duration = Duration::from_millis(100);
+/// How often, at most, control work left over (replies a client has not
+/// read, requests beyond a turn's share) is taken up when nothing else
+/// wakes the loop for it.
+const CONTROL_BACKLOG_EVERY: Duration = Duration::from_millis(10);
 /// How often the switches that do not wake the agent are read (their
 /// buffer holds seconds of them).
 const READ_SWITCHES_EVERY: Duration = Duration::from_millis(20);
@@ -393,6 +397,8 @@ pub struct Agent {
     /// What each thread was before the agent took it.
     originals: Vec<Original>,
     by_tid: HashMap<i32, ThreadId>,
+    /// The threads whose events the kernel reports.
+    watched: std::collections::HashSet<i32>,
     start_ns: u64,
     now: Instant,
     last_beat: std::time::Instant,
@@ -419,6 +425,9 @@ pub struct Agent {
     /// By managed thread: handed back to Linux (see
     /// [`Agent::hand_back_ejected`]).
     released: Vec<bool>,
+    /// By managed thread: a command held at its gate, not woken since
+    /// ([`Agent::manage_held`]).
+    held: Vec<bool>,
     /// Plugin libraries loaded by control requests (kept open for the run).
     plugins: Vec<hsched_plugin_host::Plugin>,
     /// Autogroup as it was, if the agent turned it off
@@ -431,6 +440,17 @@ pub struct Agent {
     stop_request: Option<StopHandle>,
     /// Why the agent stopped early, once it did.
     interrupted: Option<Interrupted>,
+    /// A plugin library being loaded off the loop, if one is.
+    plugin_load: Option<PluginLoad>,
+    /// When the control socket was last served.
+    control_served: std::time::Instant,
+}
+
+/// A plugin library being loaded on a thread of its own, and who asked.
+struct PluginLoad {
+    peer: Peer,
+    connection: u64,
+    result: std::sync::mpsc::Receiver<Result<hsched_plugin_host::Plugin, String>>,
 }
 
 impl Agent {
@@ -531,6 +551,7 @@ impl Agent {
             guardian,
             originals: Vec::new(),
             by_tid: HashMap::new(),
+            watched: Default::default(),
             start_ns: monotonic_ns(),
             now: Instant::ZERO,
             last_beat: std::time::Instant::now(),
@@ -547,11 +568,14 @@ impl Agent {
             params: Vec::new(),
             exits: Vec::new(),
             released: Vec::new(),
+            held: Vec::new(),
             plugins: Vec::new(),
             autogroup: None,
             guardian_exit,
             stop_request: None,
             interrupted: None,
+            plugin_load: None,
+            control_served: std::time::Instant::now(),
         })
     }
 
@@ -595,6 +619,33 @@ impl Agent {
         parent: &str,
         params: &Params,
     ) -> Result<ThreadId, String> {
+        self.manage_as(tid, name, parent, params, false)
+    }
+
+    /// [`Agent::manage`] for a command held at a gate
+    /// ([`Agent::start_held`]) and about to be released: it is ready from
+    /// now on, as a simulated thread is at its arrival, whatever its state
+    /// at the gate: its wait there is no block, its release no new
+    /// wakeup.
+    pub fn manage_held(
+        &mut self,
+        tid: i32,
+        name: &str,
+        parent: &str,
+        params: &Params,
+    ) -> Result<ThreadId, String> {
+        self.manage_as(tid, name, parent, params, true)
+    }
+
+    fn manage_as(
+        &mut self,
+        tid: i32,
+        name: &str,
+        parent: &str,
+        params: &Params,
+        ready: bool,
+    ) -> Result<ThreadId, String> {
+        self.watch(&[tid])?;
         let original =
             Original::capture(tid).map_err(|e| format!("thread {tid} (`{name}`): {e}"))?;
         let parent = self
@@ -602,7 +653,8 @@ impl Agent {
             .sched_by_name(parent)
             .or(self.disp.default_sched())
             .ok_or_else(|| format!("thread `{name}`: no scheduler `{parent}` to join"))?;
-        let t = self.take(tid, name, parent, params, original, None)?;
+        let t = self.take(tid, name, parent, params, original, None, ready)?;
+        self.held[t.index()] = ready;
         self.adopt_offspring(t);
         Ok(t)
     }
@@ -612,13 +664,24 @@ impl Agent {
     /// (which it now is) would otherwise escape.
     fn adopt_offspring(&mut self, t: ThreadId) {
         let tid = self.platform.tids[t.index()];
-        for child in sys::offspring_of(tid) {
+        let offspring = sys::offspring_of(tid);
+        if let Err(e) = self.watch(&offspring) {
+            self.log.push(LogEntry {
+                at: self.now,
+                kind: LogKind::Refused,
+                text: format!("could not take over what thread {tid} started: {e}"),
+            });
+            return;
+        }
+        for child in offspring {
             self.adopt(t, child);
         }
     }
 
     /// Takes over `tid` under `sched`; `family`: the managed thread whose
-    /// descendant it is (`None`: it heads its own family).
+    /// descendant it is (`None`: it heads its own family); `ready`: taken
+    /// as ready whatever its state.
+    #[allow(clippy::too_many_arguments)]
     fn take(
         &mut self,
         tid: i32,
@@ -627,6 +690,7 @@ impl Agent {
         params: &Params,
         original: Original,
         family: Option<ThreadId>,
+        ready: bool,
     ) -> Result<ThreadId, String> {
         self.guardian
             .send(&Line::Manage(original.clone()))
@@ -641,7 +705,7 @@ impl Agent {
         }
         // Read before parking: a hard-parked process shows as stopped.
         let pid = sys::tgid_of(tid).unwrap_or(tid);
-        let running = matches!(sys::thread_state(pid, tid), Ok('R'));
+        let running = ready || matches!(sys::thread_state(pid, tid), Ok('R'));
         self.platform.tids.push(tid);
         self.platform.pids.push(pid);
         self.platform.fresh.push(false);
@@ -651,11 +715,12 @@ impl Agent {
         self.params.push(params.clone());
         self.exits.push(None);
         self.released.push(false);
+        self.held.push(false);
         self.by_tid.insert(tid, t);
+        // Listed by the caller, or, forked by a listed thread, by the
+        // kernel itself (`event-fork`).
+        self.watched.insert(tid);
         self.platform.park(t);
-        self.events
-            .watch(&self.platform.tids)
-            .map_err(|e| format!("kernel events: {e}"))?;
         // Running or ready now: runnable; otherwise its next wakeup says so.
         if running {
             let now = self.clock(monotonic_ns());
@@ -684,7 +749,7 @@ impl Agent {
         };
         let name = format!("{}/{child}", self.disp.thread_name(head));
         let params = self.params[parent.index()].clone();
-        match self.take(child, &name, sched, &params, original, Some(head)) {
+        match self.take(child, &name, sched, &params, original, Some(head), false) {
             Ok(t) => self.adopt_offspring(t),
             Err(e) => self.log.push(LogEntry {
                 at: self.now,
@@ -721,57 +786,37 @@ impl Agent {
         &self.exits
     }
 
-    /// Starts a command the hierarchy is to manage, at the default policy
-    /// (`SCHED_OTHER`, nice 0) on every CPU this process was allowed when
-    /// the agent started: as it would have started without hsched.
-    ///
-    /// Why not simply fork: a new process must run before it can exec (and
-    /// `spawn` waits for the exec). Started at the default policy it could
-    /// land on a CPU a managed thread holds and wait there, up to a second
-    /// behind real-time throttling. So the agent forks at a real-time
-    /// priority just below its own, and the child lowers itself (and
-    /// leaves the agent's CPU) before it execs: it cannot starve the agent.
-    ///
-    /// With SIGHUP ignored, as under `nohup` (a program that sets its own
-    /// handler still gets it): the agent's death must not kill it. When a
-    /// process exits, the kernel sends SIGHUP (which kills by default) and
-    /// SIGCONT to each process group the exit leaves orphaned with a
-    /// stopped member; a command in a group of its own whose process hard
-    /// parking had stopped was killed so when the agent died (16 of 20
-    /// runs). Ignoring SIGHUP, it is continued instead, and the guardian
-    /// restores it milliseconds later. Why not a session of its own, which
-    /// the kernel's rule spares: each session is its own autogroup, and
-    /// Linux then shares a CPU between sessions before it looks at nice
-    /// values or `SCHED_IDLE`, which undoes the hierarchy's decisions (a
-    /// family of two busy processes got half the CPU beside one process,
-    /// not two thirds).
-    pub fn spawn(&mut self, cmd: &mut std::process::Command) -> io::Result<std::process::Child> {
-        use std::os::unix::process::CommandExt;
-        let cpus = self.all_cpus.clone();
-        // SAFETY: the closure runs in the child between fork and exec and
-        // makes only system calls on its own thread (no allocation, no
-        // locks).
-        unsafe {
-            cmd.pre_exec(move || {
-                if libc::signal(libc::SIGHUP, libc::SIG_IGN) == libc::SIG_ERR {
-                    return Err(io::Error::last_os_error());
-                }
-                sys::set_attr(0, &SchedAttr::fair(sys::SCHED_OTHER, 0))?;
-                sys::set_affinity(0, &cpus)
-            });
-        }
-        sys::set_attr(0, &SchedAttr::fifo(AGENT_PRIORITY - 1))?;
-        let child = cmd.spawn();
-        let back = sys::set_attr(
-            0,
-            &SchedAttr {
-                flags: sys::SCHED_FLAG_RESET_ON_FORK,
-                ..SchedAttr::fifo(AGENT_PRIORITY)
-            },
-        );
-        let child = child?;
-        back?;
-        Ok(child)
+    /// Starts command `argv` held at `gate` ([`crate::launch`]): at the
+    /// default policy (`SCHED_OTHER`, nice 0) on every CPU this process was
+    /// allowed when the agent started, as it would have started without
+    /// hsched, but running none of its own code until the gate opens. So a
+    /// batch is started, listed with the kernel ([`Agent::watch`]) and
+    /// managed first, then released together.
+    pub fn start_held(
+        &mut self,
+        argv: &[&std::ffi::OsStr],
+        stdout: Option<&std::fs::File>,
+        gate: &mut crate::launch::Gate,
+    ) -> io::Result<crate::launch::Held> {
+        crate::launch::start_held(argv, stdout, &self.all_cpus, gate)
+    }
+
+    /// Has the kernel report the events of threads `tids` (and of what
+    /// they fork) from now on: one write for all (each costs the kernel
+    /// tens of ms), before they are managed, so that none of their
+    /// blocks or wakeups after [`Agent::manage`] reads their state is
+    /// missed.
+    pub fn watch(&mut self, tids: &[i32]) -> Result<(), String> {
+        let new: Vec<i32> = tids
+            .iter()
+            .copied()
+            .filter(|t| !self.watched.contains(t))
+            .collect();
+        self.events
+            .watch(&new)
+            .map_err(|e| format!("kernel events: {e}"))?;
+        self.watched.extend(new);
+        Ok(())
     }
 
     /// Reads the kernel's events that are ready and tells the dispatcher
@@ -791,7 +836,9 @@ impl Agent {
                     prev_blocked: true,
                     ..
                 } => {
-                    if let Some(&t) = self.by_tid.get(&prev) {
+                    // A held command waiting at its gate stays ready: it
+                    // is released at once.
+                    if let Some(&t) = self.by_tid.get(&prev).filter(|t| !self.held[t.index()]) {
                         self.platform.blocking = Some(t);
                         self.disp.thread_block(&mut self.platform, self.now, t);
                         self.platform.blocking = None;
@@ -799,6 +846,7 @@ impl Agent {
                 }
                 SchedEvent::Wakeup { tid, .. } => {
                     if let Some(&t) = self.by_tid.get(&tid) {
+                        self.held[t.index()] = false;
                         self.platform.fresh[t.index()] = true;
                         self.platform.waking = Some(t);
                         self.disp.thread_ready(&mut self.platform, self.now, t);
@@ -811,7 +859,12 @@ impl Agent {
                         self.adopt(p, child);
                     }
                 }
-                SchedEvent::Exit { tid, .. } => self.exited(tid),
+                SchedEvent::Exit { tid, .. } => {
+                    // The kernel drops it from its list (`event-fork`): a
+                    // later thread given its id is listed anew.
+                    self.watched.remove(&tid);
+                    self.exited(tid);
+                }
                 SchedEvent::Switch { .. } => {}
             }
         }
@@ -1021,9 +1074,12 @@ impl Agent {
             }
             self.take_events(&mut seen)?;
             self.now = self.clock(monotonic_ns());
-            if ready[4..].contains(&true) {
+            let backlog = self.control.as_ref().is_some_and(|c| c.backlog())
+                && self.control_served.elapsed() >= CONTROL_BACKLOG_EVERY;
+            if ready[4..].contains(&true) || backlog {
                 self.serve_control();
             }
+            self.finish_plugin_load();
             if until < end && self.now >= until {
                 self.lateness.push(self.now.0 - until.0);
             }
@@ -1052,12 +1108,44 @@ impl Agent {
         let Some(mut control) = self.control.take() else {
             return;
         };
-        control.serve(|peer, req| self.answer(peer, req));
+        control.serve(|peer, id, req| self.answer(peer, id, req));
         self.control = Some(control);
+        self.control_served = std::time::Instant::now();
     }
 
-    /// Carries out one control request from `peer`, logging what it did.
-    fn answer(&mut self, peer: &Peer, req: Request) -> Response {
+    /// Applies the plugin library loaded off the loop, if it is, and
+    /// answers the request that asked for it.
+    fn finish_plugin_load(&mut self) {
+        let Some(load) = &self.plugin_load else {
+            return;
+        };
+        let loaded = match load.result.try_recv() {
+            Ok(loaded) => loaded,
+            Err(std::sync::mpsc::TryRecvError::Empty) => return,
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
+                Err("loading the plugin failed (its loader ended)".into())
+            }
+        };
+        let load = self.plugin_load.take().expect("checked above");
+        let response = match loaded.and_then(|p| self.add_plugin(p)) {
+            Ok(text) => Response {
+                ok: true,
+                text,
+                reply: Params::new(),
+            },
+            Err(e) => Response::refused(e),
+        };
+        let response = self.logged(response, &load.peer);
+        if let Some(c) = &mut self.control {
+            c.complete(load.connection, &response);
+        }
+        self.serve_control();
+    }
+
+    /// Carries out one control request from `peer` on connection
+    /// `connection`, logging what it did; `None` when the answer comes
+    /// later (a plugin loaded off the loop).
+    fn answer(&mut self, peer: &Peer, connection: u64, req: Request) -> Option<Response> {
         let managed: Vec<(String, i32)> = (0..self.platform.tids.len())
             .map(|i| {
                 let name = self.disp.thread_name(ThreadId(i as u32)).to_string();
@@ -1066,39 +1154,46 @@ impl Agent {
             .collect();
         let speaker = match authorize(peer, &managed, &req) {
             Ok(s) => s,
-            Err(e) => return self.logged(Response::refused(e), peer),
+            Err(e) => return Some(self.logged(Response::refused(e), peer)),
         };
         let now = self.now;
         let action = match req {
             Request::Status => {
-                return Response {
+                return Some(Response {
                     ok: true,
                     text: self.status(),
                     reply: Params::new(),
-                }
+                })
             }
             Request::Msg { to, name, args, .. } => {
-                return self.message(peer, &speaker, to.as_deref(), Msg { name, args })
+                return Some(self.message(peer, &speaker, to.as_deref(), Msg { name, args }))
             }
             Request::Move { thread, to, params } => Action::Move { thread, to, params },
             Request::Load { scheduler } => Action::Load(scheduler),
             Request::Plugin { path } => {
-                let response = match self.load_plugin(&path) {
-                    Ok(text) => Response {
-                        ok: true,
-                        text,
-                        reply: Params::new(),
-                    },
-                    Err(e) => Response::refused(e),
+                return match self.start_plugin_load(path, *peer, connection) {
+                    Ok(()) => None,
+                    Err(e) => Some(self.logged(Response::refused(e), peer)),
                 };
-                return self.logged(response, peer);
             }
             Request::Unload { scheduler } => Action::Unload(scheduler),
             Request::Detach { scheduler } => Action::Detach(scheduler),
             Request::Attach { scheduler, parents } => Action::Attach { scheduler, parents },
         };
-        let result = hsched_dispatch::apply(&mut self.disp, &mut self.platform, now, &action)
-            .expect("control requests are hierarchy actions");
+        // The scenario's rules first: a request is refused as the same step
+        // of a script would be.
+        let name = |s: Option<hsched_core::SchedId>| s.map(|s| self.disp.sched_name(s));
+        let exists = |n: &str| self.disp.sched_by_name(n).is_some();
+        let rules = hsched_scenario::rules::Hierarchy {
+            root: name(self.disp.root()).unwrap_or_default(),
+            default: name(self.disp.default_sched()).unwrap_or_default(),
+            cpus: self.platform.cpus.len() as u32,
+            exists: &exists,
+        };
+        let result = hsched_scenario::rules::check_action(&action, &rules).and_then(|()| {
+            hsched_dispatch::apply(&mut self.disp, &mut self.platform, now, &action)
+                .expect("control requests are hierarchy actions")
+        });
         let response = match result {
             Ok(text) => Response {
                 ok: true,
@@ -1107,14 +1202,54 @@ impl Agent {
             },
             Err(e) => Response::refused(e),
         };
-        self.logged(response, peer)
+        Some(self.logged(response, peer))
     }
 
-    /// Loads the plugin library at `path`: its policies join the ones the
+    /// Starts loading the plugin library at `path` for `peer` on a thread
+    /// of its own: a library's constructors run as it loads, for as long as
+    /// they take, and the loop must not wait for them. Only a regular file
+    /// is opened (a named pipe would block the opener); one load at a time.
+    fn start_plugin_load(
+        &mut self,
+        path: PathBuf,
+        peer: Peer,
+        connection: u64,
+    ) -> Result<(), String> {
+        if self.plugin_load.is_some() {
+            return Err(format!(
+                "plugin {}: another plugin is being loaded; ask again when it is",
+                path.display()
+            ));
+        }
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => {
+                return Err(format!(
+                    "plugin {}: not a regular file (a directory, named pipe or device): expected a plugin library",
+                    path.display()
+                ))
+            }
+            Err(e) => return Err(format!("plugin {}: {e}", path.display())),
+        }
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("hsched-plugin".into())
+            .spawn(move || {
+                let _ = tx.send(hsched_plugin_host::Plugin::load(&path).map_err(|e| e.to_string()));
+            })
+            .map_err(|e| format!("a thread to load the plugin on: {e}"))?;
+        self.plugin_load = Some(PluginLoad {
+            peer,
+            connection,
+            result: rx,
+        });
+        Ok(())
+    }
+
+    /// Adds the policies of a loaded plugin library to the ones the
     /// hierarchy may create. Refused if one of them has the name of a
     /// built-in policy or of one loaded before.
-    fn load_plugin(&mut self, path: &Path) -> Result<String, String> {
-        let plugin = hsched_plugin_host::Plugin::load(path).map_err(|e| e.to_string())?;
+    fn add_plugin(&mut self, plugin: hsched_plugin_host::Plugin) -> Result<String, String> {
         let names: Vec<&str> = plugin.policies().iter().map(|p| p.info.name).collect();
         for name in &names {
             let loaded = self

@@ -198,18 +198,96 @@ pub fn authorize(peer: &Peer, managed: &[(String, i32)], req: &Request) -> Resul
     }
 }
 
-/// A connected client and what it has sent that is not yet a whole line.
+/// The most clients connected at once, and from one process: one more is
+/// told so and closed (so that one process holding many leaves room for
+/// the others).
+pub const MAX_CONNECTIONS: usize = 256;
+pub const MAX_CONNECTIONS_PER_PROCESS: usize = 16;
+/// Replies a client has not read, at most: beyond, it is cut off.
+const MAX_UNREAD: usize = 1 << 20;
+/// Unread replies beyond which a client's further requests wait.
+const REPLY_ROOM: usize = 64 * 1024;
+/// Requests answered per client in one turn of the agent's loop: the
+/// rest wait for the next, so that no client holds the loop.
+const PER_TURN: usize = 64;
+
+/// A connected client: what it has sent that is not yet answered and the
+/// replies it has not read yet.
 struct Connection {
+    id: u64,
     stream: UnixStream,
     peer: Peer,
     pending: Vec<u8>,
+    out: Vec<u8>,
+    /// An answer is deferred ([`ControlSocket::complete`]): its later
+    /// requests wait, so that replies stay in order.
+    waiting: bool,
 }
 
-/// The listening socket and its connections; removed when dropped.
+impl Connection {
+    /// Whether it is to be read now: not while its replies are unread or
+    /// an answer is deferred (what it sends meanwhile waits in the kernel).
+    fn reading(&self) -> bool {
+        !self.waiting && self.out.is_empty() && self.pending.len() <= MAX_LINE
+    }
+
+    /// Reads what the client has sent; `false` once it has closed or
+    /// failed.
+    fn fill(&mut self) -> bool {
+        let mut buf = [0u8; 4096];
+        while self.reading() {
+            match self.stream.read(&mut buf) {
+                Ok(0) => return false,
+                Ok(n) => self.pending.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    fn queue(&mut self, response: &Response) {
+        if let Ok(line) = serde_json::to_vec(response) {
+            self.out.extend_from_slice(&line);
+            self.out.push(b'\n');
+        }
+    }
+
+    /// Writes what it can of the replies without waiting; `false` if the
+    /// connection failed or holds more unread than [`MAX_UNREAD`].
+    fn flush(&mut self) -> bool {
+        while !self.out.is_empty() {
+            match self.stream.write(&self.out) {
+                Ok(0) => return false,
+                Ok(n) => {
+                    self.out.drain(..n);
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        self.out.len() <= MAX_UNREAD
+    }
+
+    /// Whether a whole request waits to be answered.
+    fn has_request(&self) -> bool {
+        !self.waiting && self.pending.contains(&b'\n')
+    }
+}
+
+/// The listening socket and its connections; removed when dropped. Never
+/// waits on a client: every socket is non-blocking, each client's unread
+/// replies are bounded, and so are the clients.
 pub struct ControlSocket {
     listener: UnixListener,
     path: PathBuf,
     connections: Vec<Connection>,
+    next_id: u64,
+    /// Work left from the last turn: replies not written, requests not
+    /// answered.
+    backlog: bool,
 }
 
 impl ControlSocket {
@@ -240,6 +318,8 @@ impl ControlSocket {
             listener,
             path: path.to_path_buf(),
             connections: Vec::new(),
+            next_id: 0,
+            backlog: false,
         })
     }
 
@@ -247,71 +327,107 @@ impl ControlSocket {
         &self.path
     }
 
-    /// The descriptors to wait on: the listener and every connection.
+    /// The descriptors to wait on: the listener and every connection being
+    /// read.
     pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
-        std::iter::once(self.listener.as_raw_fd())
-            .chain(self.connections.iter().map(|c| c.stream.as_raw_fd()))
+        std::iter::once(self.listener.as_raw_fd()).chain(
+            self.connections
+                .iter()
+                .filter(|c| c.reading())
+                .map(|c| c.stream.as_raw_fd()),
+        )
     }
 
-    /// Accepts new connections and answers every whole request line with
-    /// `answer(peer, request)`. A malformed line gets an error reply; a
-    /// connection that closes, errs or sends an endless line is dropped.
-    pub fn serve(&mut self, mut answer: impl FnMut(&Peer, Request) -> Response) {
-        while let Ok((stream, _)) = self.listener.accept() {
+    /// Whether [`ControlSocket::serve`] has work left without any
+    /// descriptor becoming ready: replies not yet written (a client slow
+    /// to read), requests beyond [`PER_TURN`].
+    pub fn backlog(&self) -> bool {
+        self.backlog
+    }
+
+    /// Accepts new connections, answers every whole request line with
+    /// `answer(peer, connection, request)` (at most [`PER_TURN`] per
+    /// client), and writes what it can of the replies. `answer` may defer
+    /// its reply (`None`): it comes with [`ControlSocket::complete`]. A
+    /// malformed line gets an error reply; a connection that closes, errs,
+    /// sends an endless line or leaves more than [`MAX_UNREAD`] of replies
+    /// unread is dropped.
+    pub fn serve(&mut self, mut answer: impl FnMut(&Peer, u64, Request) -> Option<Response>) {
+        while let Ok((mut stream, _)) = self.listener.accept() {
+            if stream.set_nonblocking(true).is_err() {
+                continue;
+            }
             let Ok(peer) = Peer::of(&stream) else {
                 continue;
             };
-            if stream.set_nonblocking(true).is_ok() {
-                self.connections.push(Connection {
-                    stream,
-                    peer,
-                    pending: Vec::new(),
-                });
+            let same = self
+                .connections
+                .iter()
+                .filter(|c| c.peer.pid == peer.pid)
+                .count();
+            if self.connections.len() >= MAX_CONNECTIONS || same >= MAX_CONNECTIONS_PER_PROCESS {
+                let mut line = serde_json::to_vec(&Response::refused(format!(
+                    "too many connections (at most {MAX_CONNECTIONS} at once, {MAX_CONNECTIONS_PER_PROCESS} from one process)"
+                )))
+                .unwrap_or_default();
+                line.push(b'\n');
+                let _ = stream.write(&line);
+                continue;
             }
+            self.next_id += 1;
+            self.connections.push(Connection {
+                id: self.next_id,
+                stream,
+                peer,
+                pending: Vec::new(),
+                out: Vec::new(),
+                waiting: false,
+            });
         }
+        let mut backlog = false;
         self.connections.retain_mut(|c| {
-            let mut buf = [0u8; 4096];
-            let open = loop {
-                match c.stream.read(&mut buf) {
-                    Ok(0) => break false,
-                    Ok(n) => c.pending.extend_from_slice(&buf[..n]),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break true,
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => break false,
-                }
-            };
-            while let Some(end) = c.pending.iter().position(|&b| b == b'\n') {
+            let open = c.fill();
+            let mut answered = 0;
+            // Not while its replies wait unread beyond a little: a client
+            // that does not read is not answered further.
+            while answered < PER_TURN && c.out.len() < REPLY_ROOM && c.has_request() {
+                let end = c.pending.iter().position(|&b| b == b'\n').expect("has one");
                 let line: Vec<u8> = c.pending.drain(..=end).collect();
-                let response = match serde_json::from_slice::<Request>(&line) {
-                    Ok(req) => answer(&c.peer, req),
-                    Err(e) => Response::refused(format!("malformed request: {e}")),
-                };
-                if reply(&mut c.stream, &response).is_err() {
-                    return false;
+                answered += 1;
+                match serde_json::from_slice::<Request>(&line) {
+                    Ok(req) => match answer(&c.peer, c.id, req) {
+                        Some(response) => c.queue(&response),
+                        None => c.waiting = true,
+                    },
+                    Err(e) => c.queue(&Response::refused(format!("malformed request: {e}"))),
                 }
             }
-            if c.pending.len() > MAX_LINE {
-                let _ = reply(
-                    &mut c.stream,
-                    &Response::refused(format!("request longer than {MAX_LINE} bytes")),
-                );
+            if !c.flush() {
                 return false;
             }
-            open
+            if !c.has_request() && c.pending.len() > MAX_LINE {
+                c.queue(&Response::refused(format!(
+                    "request longer than {MAX_LINE} bytes"
+                )));
+                let _ = c.flush();
+                return false;
+            }
+            backlog |= !c.out.is_empty() || c.has_request();
+            open || c.waiting
         });
+        self.backlog = backlog;
     }
-}
 
-fn reply(stream: &mut UnixStream, response: &Response) -> io::Result<()> {
-    let mut line = serde_json::to_vec(response).map_err(io::Error::other)?;
-    line.push(b'\n');
-    // Replies are small; a client that does not read them is cut off
-    // rather than allowed to stall the agent.
-    stream.set_nonblocking(false)?;
-    stream.set_write_timeout(Some(std::time::Duration::from_millis(10)))?;
-    let r = stream.write_all(&line);
-    stream.set_nonblocking(true)?;
-    r
+    /// The deferred answer to connection `id`'s request (see
+    /// [`ControlSocket::serve`]); the client's later requests are answered
+    /// at the next serve. Nothing if the client is gone.
+    pub fn complete(&mut self, id: u64, response: &Response) {
+        if let Some(c) = self.connections.iter_mut().find(|c| c.id == id) {
+            c.waiting = false;
+            c.queue(response);
+            self.backlog = true;
+        }
+    }
 }
 
 impl Drop for ControlSocket {
@@ -517,10 +633,12 @@ mod tests {
         raw.write_all(b"{\"op\":\"status\"}\nnot json\n").unwrap();
         let mut client = Client::connect(&path).unwrap();
         let serve = |socket: &mut ControlSocket| {
-            socket.serve(|peer, req| Response {
-                ok: true,
-                text: format!("{} {:?}", peer.pid, req),
-                reply: Params::new(),
+            socket.serve(|peer, _, req| {
+                Some(Response {
+                    ok: true,
+                    text: format!("{} {:?}", peer.pid, req),
+                    reply: Params::new(),
+                })
             })
         };
         let asker = std::thread::spawn(move || client.request(&Request::Status));
@@ -543,6 +661,46 @@ mod tests {
         );
         drop(socket);
         assert!(!path.exists(), "the socket is removed with the agent");
+        let _ = std::fs::remove_dir(&dir);
+    }
+
+    #[test]
+    fn a_client_that_never_reads_holds_nothing_up() {
+        let dir = std::env::temp_dir().join(format!("hsched-ctl-flood-{}", std::process::id()));
+        let path = dir.join("a.sock");
+        let mut socket = ControlSocket::bind(&path).unwrap();
+        let streams: Vec<UnixStream> = (0..MAX_CONNECTIONS_PER_PROCESS + 4)
+            .map(|_| UnixStream::connect(&path).unwrap())
+            .collect();
+        // The first sends thousands of requests and reads nothing.
+        let mut flood = &streams[0];
+        flood.set_nonblocking(true).unwrap();
+        let _ = flood.write(&b"{\"op\":\"status\"}\n".repeat(4096));
+        let mut answered = 0;
+        for _ in 0..50 {
+            let turn = std::time::Instant::now();
+            socket.serve(|_, _, _| {
+                answered += 1;
+                Some(Response::refused("x".repeat(10_000)))
+            });
+            assert!(
+                turn.elapsed() < std::time::Duration::from_millis(200),
+                "{:?}",
+                turn.elapsed()
+            );
+        }
+        assert!(socket.backlog(), "replies wait for the client");
+        // Answered only as far as it reads: what the socket holds, and one
+        // turn's share.
+        assert!(answered < 4096 / 2, "answered {answered} of 4096 unread");
+        assert!(socket.connections.iter().all(|c| c.out.len() <= MAX_UNREAD));
+        assert_eq!(socket.connections.len(), MAX_CONNECTIONS_PER_PROCESS);
+        let mut refused = String::new();
+        BufReader::new(&streams[MAX_CONNECTIONS_PER_PROCESS])
+            .read_line(&mut refused)
+            .unwrap();
+        assert!(refused.contains("too many connections"), "{refused}");
+        drop(socket);
         let _ = std::fs::remove_dir(&dir);
     }
 }

@@ -13,8 +13,8 @@
 //! (a timer waking a thread that sleeps there) never reached the perf
 //! buffer, while ftrace records every one (measured: 1 of 40 timer
 //! wakeups of a thread pinned to CPU 1 through perf, 40 of 40 through
-//! ftrace). The kernel filters by thread id before anything is recorded,
-//! so the agent's own activity does not feed back into the stream.
+//! ftrace). The kernel filters by thread before anything is recorded (see
+//! below), so the agent's own activity does not feed back into the stream.
 //!
 //! Why binary pages and not `trace_pipe`: for `trace_pipe` the kernel
 //! formats every event as text, which the reader then parses back; at
@@ -29,10 +29,21 @@
 //! second instance (`hsched-PID-N-rest`), which is not waited on but read
 //! with the first.
 //!
+//! Which threads: the instances' `set_event_pid` lists them (a list of
+//! any length, grown with one write per batch of threads; with
+//! `options/event-fork`, the kernel adds what a listed thread forks and
+//! drops a thread that exits). It records an event of a listed thread,
+//! a switch from or to one, and anything a listed thread does (a wakeup
+//! of another it causes): a coarser set than the agent's, which it
+//! narrows itself (an event of a thread it does not manage is dropped).
+//! The switches' filters name no thread but the reader's own: a switch
+//! away from it, blocked, is not a block the agent waits for (it would
+//! wake for its own sleep, forever), so it goes with the other switches.
+//! Why not one filter naming every thread, as before: the kernel takes a
+//! filter of up to a page, some 60 threads.
+//!
 //! Limits: a CPU is read if the instances had it when the reader was
-//! opened (one brought online later is not); a filter names every watched
-//! thread (a switch's, three times), and the kernel takes one of up to a page
-//! (some 60 threads); the
+//! opened (one brought online later is not); the
 //! instances are removed when the reader is dropped (an agent killed
 //! outright leaves idle instances behind, which the next reader removes).
 
@@ -46,33 +57,23 @@ use std::time::Duration;
 /// Where tracefs is looked for, in order.
 const TRACEFS: [&str; 2] = ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"];
 
-/// The tracepoints read, each with the fields its filter tests.
-const EVENTS: [(&str, &[&str]); 5] = [
-    ("sched_switch", &["prev_pid", "next_pid"]),
-    ("sched_waking", &["pid"]),
-    ("sched_wakeup_new", &["pid"]),
-    ("sched_process_fork", &["parent_pid"]),
-    ("sched_process_exit", &["pid"]),
+/// The tracepoints read.
+const EVENTS: [&str; 5] = [
+    "sched_switch",
+    "sched_waking",
+    "sched_wakeup_new",
+    "sched_process_fork",
+    "sched_process_exit",
 ];
 
 /// The switches: of them, only blocks are waited for.
-const SWITCH: &str = EVENTS[0].0;
+const SWITCH: &str = EVENTS[0];
 
 /// The `prev_state` bits of `sched_switch` (its format's flag table) that
 /// say the thread left blocked: S, D, X, Z, P and I; not stopped (T) or
 /// traced (t), as the agent's hard parking stops processes, and not
 /// preempted (no bit, or the one above these).
 const BLOCKED: i64 = 0xf3;
-
-/// A filter matching an event whose field `keys` (any of them) is one of
-/// `ids`.
-fn one_of(keys: &[&str], ids: &[i32]) -> String {
-    let terms: Vec<String> = ids
-        .iter()
-        .flat_map(|t| keys.iter().map(move |k| format!("{k} == {t}")))
-        .collect();
-    terms.join(" || ")
-}
 
 /// The tracefs directory, mounting it if it is not (the agent is
 /// privileged; the tracepoints live there).
@@ -342,7 +343,7 @@ impl Layout {
         let (_, page) = fields(header_page);
         let mut common_type = None;
         let mut records = Vec::new();
-        for (&(event, _), format) in EVENTS.iter().zip(formats) {
+        for (&event, format) in EVENTS.iter().zip(formats) {
             let (id, fields) = fields(format);
             let id = id.ok_or_else(|| format!("no ID in the format of {event}"))?;
             let get = |name| find(&fields, name, event);
@@ -505,7 +506,7 @@ struct Instance(PathBuf);
 
 impl Drop for Instance {
     fn drop(&mut self) {
-        for (name, _) in EVENTS {
+        for name in EVENTS {
             let _ = std::fs::write(self.0.join(format!("events/sched/{name}/enable")), "0");
         }
         let _ = std::fs::remove_dir(&self.0);
@@ -583,6 +584,23 @@ impl Stream {
             text,
         )
     }
+
+    /// Adds threads `tids` to the instance's `set_event_pid` (appended:
+    /// opened for writing without truncation, which would clear it).
+    fn add_pids(&self, tids: &[i32]) -> io::Result<()> {
+        use std::io::Write;
+        let path = self.instance.0.join("set_event_pid");
+        let mut text = String::new();
+        for t in tids {
+            text.push_str(&t.to_string());
+            text.push(' ');
+        }
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(text.as_bytes()))
+            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))
+    }
 }
 
 /// An epoll set of `fds`, each reported with its index: readable when one
@@ -652,16 +670,20 @@ pub struct SchedEvents {
     mark: u64,
     /// Events the kernel could not keep (its buffer was full).
     pub lost: u64,
+    /// Whether the events are on: not before a thread is listed (an empty
+    /// `set_event_pid` lists every thread).
+    enabled: bool,
 }
 
 impl SchedEvents {
     /// Starts recording the switches and wakeups of threads `tids` in
-    /// private ftrace instances. Needs root and tracefs.
+    /// private ftrace instances. Needs root and tracefs. The calling
+    /// thread is the reader: its own blocks never end a wait.
     pub fn open(tids: &[i32]) -> io::Result<SchedEvents> {
         let tracefs = tracefs()?;
         let formats = EVENTS
             .iter()
-            .map(|(name, _)| read(&tracefs.join(format!("events/sched/{name}/format"))))
+            .map(|name| read(&tracefs.join(format!("events/sched/{name}/format"))))
             .collect::<io::Result<Vec<String>>>()?;
         let formats: Vec<&str> = formats.iter().map(String::as_str).collect();
         let layout = Layout::parse(&read(&tracefs.join("events/header_page"))?, &formats)
@@ -687,12 +709,28 @@ impl SchedEvents {
             held: Vec::new(),
             mark: 0,
             lost: 0,
+            enabled: false,
         };
-        events.watch(tids)?;
-        for (name, _) in EVENTS {
-            events.wake.set(name, "enable", "1")?;
+        // SAFETY: gettid has no arguments.
+        let reader = unsafe { libc::gettid() };
+        // A block is a watched thread leaving blocked; the reader blocking
+        // (to give a watched thread the CPU, where it shares one) is not:
+        // waking it for its own sleep would never end. Switches from an
+        // unwatched thread to a watched one also come here (the agent
+        // drops those it does not manage).
+        let block = format!("prev_state & {BLOCKED} && prev_pid != {reader}");
+        for stream in [&events.wake, &events.rest] {
+            write(&stream.instance.0.join("options/event-fork"), "1")?;
         }
-        events.rest.set(SWITCH, "enable", "1")?;
+        events.wake.set(SWITCH, "filter", &block)?;
+        events.rest.set(SWITCH, "filter", &format!("!({block})"))?;
+        // The reader woken (by its timer, say) while a watched thread runs.
+        for waking in &EVENTS[1..3] {
+            events
+                .wake
+                .set(waking, "filter", &format!("pid != {reader}"))?;
+        }
+        events.watch(tids)?;
         Ok(events)
     }
 
@@ -702,27 +740,22 @@ impl SchedEvents {
         &self.wake.instance.0
     }
 
-    /// Records threads `tids` from now on (instead of the ones before;
-    /// none: nothing is recorded).
+    /// Records threads `tids` too from now on, with what they fork (one
+    /// write per instance, some tens of ms of the kernel's: a batch of
+    /// threads is best given at once). Those listed before stay listed
+    /// until they exit.
     pub fn watch(&mut self, tids: &[i32]) -> io::Result<()> {
-        // No thread has id -1: with none to watch, a filter that matches
-        // nothing.
-        let ids: &[i32] = if tids.is_empty() { &[-1] } else { tids };
-        for (name, keys) in EVENTS {
-            let any = one_of(keys, ids);
-            if name == SWITCH {
-                // A block is a watched thread leaving blocked. An unwatched
-                // thread blocking to give a watched one the CPU is not:
-                // among those is the agent itself, where it shares a CPU
-                // with watched threads, and waking it for its own sleep
-                // would never end.
-                let block = format!("prev_state & {BLOCKED} && ({})", one_of(&["prev_pid"], ids));
-                self.wake.set(name, "filter", &block)?;
-                self.rest
-                    .set(name, "filter", &format!("({any}) && !({block})"))?;
-            } else {
-                self.wake.set(name, "filter", &any)?;
+        if tids.is_empty() {
+            return Ok(());
+        }
+        self.wake.add_pids(tids)?;
+        self.rest.add_pids(tids)?;
+        if !self.enabled {
+            for name in EVENTS {
+                self.wake.set(name, "enable", "1")?;
             }
+            self.rest.set(SWITCH, "enable", "1")?;
+            self.enabled = true;
         }
         Ok(())
     }
@@ -1008,7 +1041,7 @@ mod tests {
         let read = |p: &str| read(&tracefs.join(p)).unwrap();
         let formats: Vec<String> = EVENTS
             .iter()
-            .map(|(e, _)| read(&format!("events/sched/{e}/format")))
+            .map(|e| read(&format!("events/sched/{e}/format")))
             .collect();
         let formats: Vec<&str> = formats.iter().map(String::as_str).collect();
         let l = Layout::parse(&read("events/header_page"), &formats).unwrap();

@@ -19,6 +19,7 @@ pub mod agent;
 pub mod control;
 pub mod events;
 pub mod guardian;
+pub mod launch;
 pub mod observe;
 pub mod run;
 pub mod signals;

@@ -23,12 +23,20 @@
 //! ([`Outcome`]).
 
 use crate::agent::{Agent, Interrupted};
+use crate::launch::{Gate, Held};
 use crate::observe::{Observations, Seen, ThreadFigures};
 use hsched_core::{Duration, Instant, ThreadId};
 use hsched_model::{Action, RunResult, Scenario, ThreadResult};
-use std::ffi::OsStr;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
+use std::ffi::{OsStr, OsString};
+
+/// Ends commands started held that are not managed (a batch that failed
+/// to start): they ran nothing of their own.
+fn abandon(held: impl Iterator<Item = Held>) {
+    for mut h in held {
+        let _ = crate::sys::signal(h.id(), libc::SIGKILL);
+        let _ = h.wait();
+    }
+}
 
 /// How to run live.
 #[derive(Clone)]
@@ -84,7 +92,7 @@ pub struct Outcome {
 /// A managed process: a command started for a thread, or one attached.
 struct Started {
     /// `None` for an attached process (not ours to wait for or end).
-    child: Option<Child>,
+    child: Option<Held>,
     id: ThreadId,
     index: usize,
     /// Where a worker reports its jobs.
@@ -219,66 +227,92 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
     // Run in a closure so that an error still reaches the clean-up below.
     let result = (|| -> Result<(), String> {
         while agent.now() < horizon && agent.interrupted().is_none() {
-            // Arrivals due now.
+            // Arrivals due now, as one batch: the commands started held
+            // (none runs code of its own yet), listed with the kernel in
+            // one write, managed, then released together.
+            let mut due = Vec::new();
             while next < order.len() && scn.threads[order[next]].arrival <= agent.now() {
-                let i = order[next];
+                due.push(order[next]);
                 next += 1;
+            }
+            let mut gate = Gate::new();
+            let mut batch: Vec<(usize, Option<Held>, i32, Option<std::fs::File>)> = Vec::new();
+            for &i in &due {
                 let spec = &scn.threads[i];
+                if let Some(pid) = attached(&spec.name) {
+                    batch.push((i, None, pid, None));
+                    continue;
+                }
                 let mut report = None;
-                let (child, pid) = match attached(&spec.name) {
-                    Some(pid) => (None, pid),
-                    None => {
-                        let mut cmd = match (&spec.program.command, &plans[i]) {
-                            (Some(argv), _) => {
-                                let mut cmd = Command::new(&argv[0]);
-                                cmd.args(&argv[1..]);
-                                cmd
-                            }
-                            (None, steps) => {
-                                let spec = crate::worker::WorkerSpec {
-                                    zero_ns: agent.zero_ns(),
-                                    seed: scn.seed,
-                                    stream: i as u64 + 1,
-                                    control: opts.control.clone(),
-                                    steps: steps.clone().expect("planned above"),
-                                };
-                                let file = crate::sys::memfd(c"hsched-jobs")
-                                    .map_err(|e| format!("a file for the jobs: {e}"))?;
-                                let out = file.try_clone().map_err(|e| e.to_string())?;
-                                report = Some(file);
-                                let mut cmd = Command::new(&opts.worker[0]);
-                                cmd.args(&opts.worker[1..]).arg(spec.to_arg()).stdout(out);
-                                cmd
-                            }
+                let argv: Vec<OsString> = match (&spec.program.command, &plans[i]) {
+                    (Some(argv), _) => argv.iter().map(OsString::from).collect(),
+                    (None, steps) => {
+                        let spec = crate::worker::WorkerSpec {
+                            zero_ns: agent.zero_ns(),
+                            seed: scn.seed,
+                            stream: i as u64 + 1,
+                            control: opts.control.clone(),
+                            steps: steps.clone().expect("planned above"),
                         };
+                        let file = crate::sys::memfd(c"hsched-jobs")
+                            .map_err(|e| format!("a file for the jobs: {e}"))?;
+                        report = Some(file);
+                        let mut argv = opts.worker.clone();
+                        argv.push(spec.to_arg().into());
+                        argv
+                    }
+                };
+                let argv: Vec<&OsStr> = argv.iter().map(OsString::as_os_str).collect();
+                match agent.start_held(&argv, report.as_ref(), &mut gate) {
+                    Ok(child) => {
+                        let pid = child.id();
+                        batch.push((i, Some(child), pid, report));
+                    }
+                    Err(e) => {
                         let what = spec
                             .program
                             .command
                             .as_ref()
                             .map_or("the worker", |a| a[0].as_str());
-                        // Its own process group: the horizon ends it and
-                        // everything it started.
-                        let child = agent
-                            .spawn(cmd.stdin(Stdio::null()).process_group(0))
-                            .map_err(|e| format!("thread `{}`: starting {what}: {e}", spec.name))?;
-                        let pid = child.id() as i32;
-                        (Some(child), pid)
+                        abandon(batch.into_iter().filter_map(|b| b.1));
+                        return Err(format!("thread `{}`: starting {what}: {e}", spec.name));
                     }
-                };
-                if child.is_none() && autogroup_off {
-                    // Started before autogroup went off, it is still in
-                    // its session's group: take it out, as it were started
-                    // now.
-                    regroup_process(pid, &spec.name, agent.now(), &mut notes);
                 }
-                let id = agent.manage(pid, &spec.name, &spec.parent, &spec.params)?;
-                started.push(Started {
-                    child,
-                    report,
-                    id,
-                    index: i,
-                });
             }
+            let pids: Vec<i32> = batch.iter().map(|b| b.2).collect();
+            if let Err(e) = agent.watch(&pids) {
+                abandon(batch.into_iter().filter_map(|b| b.1));
+                return Err(e);
+            }
+            let mut batch = batch.into_iter();
+            while let Some((i, child, pid, report)) = batch.next() {
+                let spec = &scn.threads[i];
+                let managed = if child.is_some() {
+                    agent.manage_held(pid, &spec.name, &spec.parent, &spec.params)
+                } else {
+                    if autogroup_off {
+                        // Started before autogroup went off, it is still
+                        // in its session's group: take it out, as if it
+                        // were started now.
+                        regroup_process(pid, &spec.name, agent.now(), &mut notes);
+                    }
+                    agent.manage(pid, &spec.name, &spec.parent, &spec.params)
+                };
+                match managed {
+                    Ok(id) => started.push(Started {
+                        child,
+                        report,
+                        id,
+                        index: i,
+                    }),
+                    Err(e) => {
+                        abandon(child.into_iter().chain(batch.filter_map(|b| b.1)));
+                        return Err(e);
+                    }
+                }
+            }
+            gate.open()
+                .map_err(|e| format!("releasing the commands started: {e}"))?;
             // Script steps due now, after the arrivals at the same time
             // (as in simulation).
             while next_step < script.len() && script[next_step].at <= agent.now() {
@@ -365,7 +399,7 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
         if let Some(child) = &mut s.child {
             // The group is the child's own (not reaped yet, so its id is
             // not reused).
-            let _ = crate::sys::kill_group(child.id() as i32);
+            let _ = crate::sys::kill_group(child.id());
             let _ = child.wait();
         }
     }

@@ -737,14 +737,10 @@ fn apply<'r>(
             Action::Load(world.add_sched(&d, Some(t))?)
         }
         ActionDecl::Unload(r) => {
-            let name = removable(world, &r, t, "unloaded")?;
-            if name == default {
-                return Err(Fail::new(
-                    &r.span,
-                    &r.path,
-                    format!("`{name}` is the default scheduler and cannot be unloaded: threads return to it"),
-                ));
-            }
+            world.present(&r.name, &r.span, &r.path, t)?;
+            crate::rules::unloadable(&r.name, &world.root, default)
+                .map_err(|e| Fail::new(&r.span, &r.path, e))?;
+            let name = r.name.clone();
             let inst = world.scheds.remove(&name).expect("checked present");
             world.gone.insert(name.clone(), t);
             for (p, _) in &inst.parents {
@@ -924,13 +920,8 @@ fn apply<'r>(
 /// unloaded, detached nor attached).
 fn removable(world: &World<'_>, r: &NameRef, t: Instant, verb: &str) -> Result<String, Fail> {
     world.present(&r.name, &r.span, &r.path, t)?;
-    if r.name == world.root {
-        return Err(Fail::new(
-            &r.span,
-            &r.path,
-            format!("`{}` is the root and cannot be {verb}", r.name),
-        ));
-    }
+    crate::rules::not_root(&r.name, &world.root, verb)
+        .map_err(|e| Fail::new(&r.span, &r.path, e))?;
     Ok(r.name.clone())
 }
 

@@ -48,13 +48,8 @@ pub(crate) fn sched_decl<'r>(
 ) -> Result<SchedDecl<'r>, Fail> {
     let name_node = t.require("name", "the instance's name, e.g. name = \"media\"")?;
     let name = name_node.name(&t.key_path("name"), "a scheduler name")?;
-    if name == "parent" {
-        return Err(Fail::new(
-            &name_node.span,
-            &t.key_path("name"),
-            "`parent` is reserved (a message `to = \"parent\"` means the thread's own scheduler): expected another name",
-        ));
-    }
+    crate::rules::sched_name(name)
+        .map_err(|e| Fail::new(&name_node.span, &t.key_path("name"), e))?;
     let info = policy(t, registry)?;
 
     // Policy parameters: plain keys, or a `params` table for a parameter
@@ -236,11 +231,12 @@ fn link(t: &Table<'_>, cpus: u32) -> Result<LinkDecl, Fail> {
     let parent_path = t.key_path("parent");
     let parent = pn.name(&parent_path, "a scheduler name")?.to_string();
     let vps = match t.get("vps") {
-        Some(n) => Some(n.int(&t.key_path("vps"), 1, i64::from(cpus)).map_err(|e| {
-            e.help(format!(
-                "vps: how many CPUs it may use at once through this parent; the machine has {cpus}"
-            ))
-        })? as u32),
+        Some(n) => {
+            let path = t.key_path("vps");
+            let v = n.int(&path, 1, i64::MAX)?;
+            crate::rules::vps(v, cpus).map_err(|e| Fail::new(&n.span, &path, e))?;
+            Some(v as u32)
+        }
         None => None,
     };
     let (at, at_span, at_path) = match t.get("at") {

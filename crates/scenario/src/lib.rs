@@ -20,6 +20,7 @@ mod hierarchy;
 pub mod import;
 pub mod input;
 mod program;
+pub mod rules;
 mod tree;
 
 pub use error::ScenarioError;
