@@ -1151,10 +1151,10 @@ fn five_hundred_commands_start_managed_and_together() {
             t["name"]
         );
     }
-    assert_eq!(
-        result["log"],
-        serde_json::json!([]),
-        "every thread was taken over"
+    let log = result["log"].as_array().unwrap();
+    assert!(
+        log.iter().all(|e| e["kind"] == "platform"),
+        "every thread was taken over: {log:?}"
     );
     eprintln!("start-up: 1 command {baseline:?}, 500 commands {startup:?}");
     // 500 forks and one listing of them with the kernel: well under a

@@ -11,9 +11,9 @@
 //! The child is forked from the agent, whose reset-on-fork policy gives it
 //! the default one (`SCHED_OTHER`, nice 0); the agent then gives it every
 //! CPU the agent's process had: as it would have started without hsched.
-//! Between fork and exec it only sets its group, duplicates descriptors,
-//! waits at the gate and ignores SIGHUP (see [`start_held`]; nothing that
-//! allocates or takes a lock).
+//! It is born ignoring SIGHUP (see [`start_held`]). Between fork and exec
+//! it only sets its group, duplicates descriptors and waits at the gate
+//! (nothing that allocates or takes a lock).
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
@@ -155,6 +155,28 @@ pub fn start_held(
     // sent before it waits, it stays pending instead of killing it.
     // SAFETY: valid signal sets.
     unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &release, &mut before) };
+    // SIGHUP ignored, as under `nohup` (a program that sets its own
+    // handler still gets it): the agent's death must not kill a command.
+    // When a process exits, the kernel sends SIGHUP (which kills by
+    // default) and SIGCONT to each process group the exit leaves orphaned
+    // with a stopped member: a command whose process hard parking had
+    // stopped was killed so when the agent died (16 of 20 runs). Ignoring
+    // SIGHUP, it is continued instead, and the guardian restores it
+    // milliseconds later. Ignored in the agent across the fork, so that
+    // the child is born ignoring it: hard parking may stop it before it
+    // has run a single instruction. Why not a session of its own, which
+    // the kernel's rule spares: each session is its own autogroup, and
+    // Linux shares a CPU between autogroups before it looks at nice values
+    // or `SCHED_IDLE` (a family of two busy processes got half the CPU
+    // beside one process, not two thirds).
+    // SAFETY: plain sigaction calls on local structures.
+    let hangup_before = unsafe {
+        let mut ignore: libc::sigaction = std::mem::zeroed();
+        ignore.sa_sigaction = libc::SIG_IGN;
+        let mut before: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGHUP, &ignore, &mut before);
+        before
+    };
     // SAFETY: getpid has no arguments.
     let parent = unsafe { libc::getpid() };
     // SAFETY: the child makes only async-signal-safe calls on memory
@@ -174,24 +196,15 @@ pub fn start_held(
                 while libc::sigwait(&release, &mut sig) != 0 {}
             }
             libc::prctl(libc::PR_SET_PDEATHSIG, 0 as libc::c_ulong);
+            // A release still pending (the waiting was skipped, or the
+            // agent's death sent one more) is discarded, not delivered
+            // once unblocked: by default it would end the command.
+            libc::signal(RELEASE, libc::SIG_IGN);
             let mut none: libc::sigset_t = std::mem::zeroed();
             libc::sigemptyset(&mut none);
             libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            libc::signal(RELEASE, libc::SIG_DFL);
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-            // As under `nohup` (a program that sets its own handler still
-            // gets it): the agent's death must not kill a command. When a
-            // process exits, the kernel sends SIGHUP (which kills by
-            // default) and SIGCONT to each process group the exit leaves
-            // orphaned with a stopped member: a command whose process hard
-            // parking had stopped was killed so when the agent died (16 of
-            // 20 runs). Ignoring SIGHUP, it is continued instead, and the
-            // guardian restores it milliseconds later. Why not a session of
-            // its own, which the kernel's rule spares: each session is its
-            // own autogroup, and Linux shares a CPU between autogroups
-            // before it looks at nice values or `SCHED_IDLE` (a family of
-            // two busy processes got half the CPU beside one process, not
-            // two thirds).
-            libc::signal(libc::SIGHUP, libc::SIG_IGN);
             if ok {
                 libc::execv(program.as_ptr(), arg_ptrs.as_ptr());
             }
@@ -199,8 +212,11 @@ pub fn start_held(
         }
     }
     let forked = io::Error::last_os_error();
-    // SAFETY: the mask saved above.
-    unsafe { libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut()) };
+    // SAFETY: the mask and the disposition saved above.
+    unsafe {
+        libc::pthread_sigmask(libc::SIG_SETMASK, &before, std::ptr::null_mut());
+        libc::sigaction(libc::SIGHUP, &hangup_before, std::ptr::null_mut());
+    }
     if pid < 0 {
         return Err(forked);
     }
