@@ -147,9 +147,15 @@ fn the_desktop_example_runs_on_workers_as_it_simulates() {
     // every one a worker executing its program.
     let (trace, jobs) = (tmp("live", "trace.json"), tmp("live", "jobs.csv"));
     let file = repo().join("scenarios/examples/desktop.toml");
+    // 4 s, twice the file's horizon: starting six workers costs the
+    // batch threads a fixed few tens of ms that the simulation does not
+    // model (measured beside two loops: compile.0 +1.0 points and the
+    // others -1.8 over 2 s, +0.5 and -1.4 over 4 s).
     let out = hsched(&[
         "live",
         file.to_str().unwrap(),
+        "--horizon",
+        "4s",
         "--compare-sim",
         "--trace",
         trace.to_str().unwrap(),
@@ -199,7 +205,7 @@ fn the_desktop_example_runs_on_workers_as_it_simulates() {
         .map(|l| l.split(',').collect())
         .collect();
     assert!(
-        (60..=61).contains(&video.len()),
+        (121..=122).contains(&video.len()),
         "{} video jobs",
         video.len()
     );
