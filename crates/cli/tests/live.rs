@@ -776,6 +776,25 @@ fn bad_attachments_are_refused_with_exit_2() {
     }
 }
 
+/// `hsched live SCENARIO --json --socket SOCKET`, its output piped.
+fn live_with_socket(scenario: &std::path::Path, socket: &str) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .arg("live")
+        .arg(scenario)
+        .args(["--json", "--socket", socket])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// `hsched ctl --socket SOCKET ARGS`.
+fn ctl_at(socket: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["ctl", "--socket", socket];
+    all.extend_from_slice(args);
+    hsched(&all)
+}
+
 /// `hsched ctl` against a running `hsched live`: the status; a scheduler
 /// loaded and a thread moved under it at run time; a message to a
 /// scheduler that does not exist, a malformed request, and a managed
@@ -819,23 +838,8 @@ command = ["{exe}", "ctl", "--socket", "{socket}", "msg", "--thread", "hog", "--
         ),
     )
     .unwrap();
-    let mut live = Command::new(env!("CARGO_BIN_EXE_hsched"))
-        .args([
-            "live",
-            scenario.to_str().unwrap(),
-            "--json",
-            "--socket",
-            socket,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ctl = |args: &[&str]| {
-        let mut all = vec!["ctl", "--socket", socket];
-        all.extend_from_slice(args);
-        hsched(&all)
-    };
+    let mut live = live_with_socket(&scenario, socket);
+    let ctl = |args: &[&str]| ctl_at(socket, args);
     // Until the agent listens.
     let started = Instant::now();
     let status = loop {
@@ -1211,23 +1215,8 @@ program = [ { run = "100s" } ]
     )
     .unwrap();
     let started = Instant::now();
-    let live = Command::new(env!("CARGO_BIN_EXE_hsched"))
-        .args([
-            "live",
-            scenario.to_str().unwrap(),
-            "--json",
-            "--socket",
-            socket,
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let ctl = |args: &[&str]| {
-        let mut all = vec!["ctl", "--socket", socket];
-        all.extend_from_slice(args);
-        hsched(&all)
-    };
+    let live = live_with_socket(&scenario, socket);
+    let ctl = |args: &[&str]| ctl_at(socket, args);
     while !ctl(&["status"]).status.success() {
         assert!(
             started.elapsed() < Duration::from_secs(5),
