@@ -161,6 +161,10 @@ struct LivePlatform {
     pinned: Vec<Option<Pin>>,
     /// By dispatcher thread id: woken and not given a CPU since.
     fresh: Vec<bool>,
+    /// By dispatcher thread id: the process of a command still at its
+    /// gate after the gate opened ([`Agent::open_gate`]), released when the
+    /// hierarchy first gives it a CPU (or when it is handed back).
+    at_gate: Vec<Option<i32>>,
     /// By CPU: the thread at [`WAKE_ATTR`] there, and since when.
     woken: Vec<Option<(ThreadId, Instant)>>,
     /// By CPU: the second (of the agent's clock) and the time given at
@@ -232,7 +236,18 @@ impl LivePlatform {
         if r.is_ok() {
             r = self.continue_process(self.pids[t.index()]);
         }
+        if r.is_ok() {
+            r = self.release(t);
+        }
         self.note(tid, r);
+    }
+
+    /// Releases thread `t`'s command from its gate if it is still there.
+    fn release(&mut self, t: ThreadId) -> io::Result<()> {
+        match self.at_gate[t.index()].take() {
+            Some(pid) => crate::launch::release(pid),
+            None => Ok(()),
+        }
     }
 
     /// Whether thread `t`, blocking on CPU `cpu`, is left armed there: with
@@ -536,6 +551,7 @@ impl Agent {
                 stopped: Default::default(),
                 pinned: Vec::new(),
                 fresh: Vec::new(),
+                at_gate: Vec::new(),
                 woken: vec![None; cpus.len()],
                 speculate: false,
                 waking: None,
@@ -709,6 +725,7 @@ impl Agent {
         self.platform.tids.push(tid);
         self.platform.pids.push(pid);
         self.platform.fresh.push(false);
+        self.platform.at_gate.push(None);
         self.platform.woke_to_cpu.push(false);
         self.platform.armed.push(false);
         self.family.push(family.unwrap_or(t));
@@ -789,9 +806,9 @@ impl Agent {
     /// Starts command `argv` held at `gate` ([`crate::launch`]): at the
     /// default policy (`SCHED_OTHER`, nice 0) on every CPU this process was
     /// allowed when the agent started, as it would have started without
-    /// hsched, but running none of its own code until the gate opens. So a
+    /// hsched, but running none of its own code until released. So a
     /// batch is started, listed with the kernel ([`Agent::watch`]) and
-    /// managed first, then released together.
+    /// managed first, then released ([`Agent::open_gate`]).
     pub fn start_held(
         &mut self,
         argv: &[&std::ffi::OsStr],
@@ -799,6 +816,26 @@ impl Agent {
         gate: &mut crate::launch::Gate,
     ) -> io::Result<crate::launch::Held> {
         crate::launch::start_held(argv, stdout, &self.all_cpus, gate)
+    }
+
+    /// Opens `gate` once the commands held at it are managed: each one the
+    /// hierarchy has given a CPU goes on to exec now, each other one when
+    /// it is first given a CPU. Why not all at once: released while parked
+    /// at `SCHED_IDLE` beside a busy thread, a command is preempted within
+    /// its exec and waits there, holding its memory's lock, for as long as
+    /// it is kept off the CPU, and every program that reads its
+    /// `/proc/<pid>/cmdline` meanwhile (`ps`, `top`) waits with it
+    /// (measured: 1.5 s, a starved thread's whole wait). At the gate it
+    /// holds no lock, and the hierarchy sees it ready either way.
+    pub fn open_gate(&mut self, gate: crate::launch::Gate) -> io::Result<()> {
+        for pid in gate.into_held() {
+            let t = self.by_tid[&pid];
+            self.platform.at_gate[t.index()] = Some(pid);
+            if self.platform.on_cpu.contains(&Some(t)) {
+                self.platform.release(t)?;
+            }
+        }
+        Ok(())
     }
 
     /// Has the kernel report the events of threads `tids` (and of what
@@ -931,7 +968,8 @@ impl Agent {
             // priority it should not have.
             let back = sys::set_attr(original.tid, &original.attr())
                 .and_then(|()| sys::set_affinity(original.tid, &original.cpus))
-                .and_then(|()| self.platform.continue_process(self.platform.pids[i]));
+                .and_then(|()| self.platform.continue_process(self.platform.pids[i]))
+                .and_then(|()| self.platform.release(t));
             let name = self.disp.thread_name(t).to_string();
             let (kind, text) = match back {
                 Ok(()) => {
@@ -1482,6 +1520,18 @@ impl Agent {
                 }
             }
             let _ = self.guardian.send(&Line::Release(o.tid));
+        }
+        // A kept command never given a CPU goes on from its gate, as it
+        // was given back.
+        for t in 0..self.platform.at_gate.len() {
+            match self.platform.release(ThreadId(t as u32)) {
+                Ok(()) => {}
+                Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
+                Err(e) => failures.push(format!(
+                    "thread {}: releasing it: {e}",
+                    self.originals[t].tid
+                )),
+            }
         }
         for pid in std::mem::take(&mut self.platform.stopped) {
             match sys::signal(pid, libc::SIGCONT) {

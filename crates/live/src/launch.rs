@@ -1,6 +1,7 @@
 //! Commands started held: forked, then waiting at a gate before they
 //! exec, so that no code of theirs runs before the agent manages them,
-//! and released together when it has ([`Gate::open`]).
+//! each released ([`release`]) when the agent has and gives it a CPU
+//! (see `Agent::open_gate`).
 //!
 //! Why not `std::process::Command`: its `spawn` returns only once the
 //! child has exec'd, so a child cannot wait for the agent before it runs
@@ -22,7 +23,7 @@ use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// Where a batch of held commands wait; [`Gate::open`] releases them all.
+/// Where a batch of held commands wait until each is [`release`]d.
 ///
 /// A held command waits for [`RELEASE`] (blocked in it from the fork on,
 /// so it cannot kill it early), each its own: one hard-parked (stopped)
@@ -41,13 +42,15 @@ impl Gate {
         Gate { held: Vec::new() }
     }
 
-    /// Releases every command held at it: they go on to exec.
-    pub fn open(&mut self) -> io::Result<()> {
-        for pid in std::mem::take(&mut self.held) {
-            crate::sys::signal(pid, RELEASE)?;
-        }
-        Ok(())
+    /// The processes held at it, for their release ([`release`]).
+    pub fn into_held(self) -> Vec<i32> {
+        self.held
     }
+}
+
+/// Releases command `pid` held at its gate: it goes on to exec.
+pub fn release(pid: i32) -> io::Result<()> {
+    crate::sys::signal(pid, RELEASE)
 }
 
 impl Default for Gate {

@@ -229,7 +229,8 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
         while agent.now() < horizon && agent.interrupted().is_none() {
             // Arrivals due now, as one batch: the commands started held
             // (none runs code of its own yet), listed with the kernel in
-            // one write, managed, then released together.
+            // one write, managed, then released (each when the hierarchy
+            // first gives it a CPU).
             let mut due = Vec::new();
             while next < order.len() && scn.threads[order[next]].arrival <= agent.now() {
                 due.push(order[next]);
@@ -311,7 +312,8 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
                     }
                 }
             }
-            gate.open()
+            agent
+                .open_gate(gate)
                 .map_err(|e| format!("releasing the commands started: {e}"))?;
             // Script steps due now, after the arrivals at the same time
             // (as in simulation).
