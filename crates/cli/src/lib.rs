@@ -275,6 +275,11 @@ struct SimArgs {
     /// that needs more writes its other outputs, then exits 2 naming it.
     #[arg(long, value_name = "N", default_value_t = hsched_sim::DEFAULT_TRACE_LIMIT)]
     trace_limit: usize,
+    /// Events the run may process (a bound on its time that keeps it
+    /// deterministic: millions a second); a run that needs more
+    /// stops there, writes what it covered, then exits 2 naming it.
+    #[arg(long, value_name = "N", default_value_t = hsched_sim::DEFAULT_MAX_EVENTS)]
+    max_events: u64,
     /// Run a hierarchy that does not compose (HLS guarantees, as `hsched
     /// check` reports them) anyway, with a warning, instead of refusing it.
     #[arg(long)]
@@ -482,6 +487,7 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     sim.keep_jobs(args.keep_jobs);
     sim.trace_limit(args.trace_limit);
+    sim.max_events(args.max_events);
     let jobs_csv = match &args.out.jobs_csv {
         Some(path) => Some(StreamedJobs::start(path, &mut sim)?),
         None => None,
@@ -489,6 +495,8 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     // From here the instances hold their plugin libraries open: a library
     // whose last instance the script unloads is closed then.
     drop(plugins);
+    run_with_progress(&mut sim);
+    let (cut_at, horizon) = (sim.cut_at(), sim.horizon());
     let mut result = sim.finish();
     label_guarantees(&scn, &analysis, &mut result);
     let source = RunSource {
@@ -508,6 +516,17 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
         json: args.out.json,
     };
     write_outputs(&result, &out, &source)?;
+    if let Some(cut) = cut_at {
+        return Err(CliError::Input(format!(
+            "{}: the run needs more than {} events (--max-events): it stopped at {} of its {} \
+             horizon, and what it wrote covers the time before that: raise --max-events or \
+             shorten --horizon",
+            args.file.display(),
+            args.max_events,
+            cut - hsched_core::Instant::ZERO,
+            horizon - hsched_core::Instant::ZERO,
+        )));
+    }
     if trace_lost {
         return Err(CliError::Input(format!(
             "{}: the timeline needs more than {} segments and marks (--trace-limit); \
@@ -518,6 +537,38 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
         )));
     }
     Ok(())
+}
+
+/// Runs `sim` to its horizon with a progress bar on stderr by simulated
+/// time, shown when stderr is a terminal and the run lasts over a second.
+/// In steps: the events, and so the run, are the same as in one go.
+fn run_with_progress(sim: &mut hsched_sim::Simulation) {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    const STEPS: u64 = 1000;
+    let horizon = sim.horizon();
+    let step = (horizon - hsched_core::Instant::ZERO)
+        .as_nanos()
+        .div_ceil(STEPS)
+        .max(1);
+    let bar = ProgressBar::with_draw_target(Some(STEPS), ProgressDrawTarget::stderr());
+    bar.set_style(
+        ProgressStyle::with_template(
+            "{bar:40} {percent}% of the horizon  {elapsed_precise} (eta {eta})",
+        )
+        .expect("the template is valid"),
+    );
+    let started = std::time::Instant::now();
+    let mut at = hsched_core::Instant::ZERO;
+    while at < horizon && sim.cut_at().is_none() {
+        at = at
+            .saturating_add(hsched_core::Duration::from_nanos(step))
+            .min(horizon);
+        sim.run_until(at);
+        if started.elapsed() > std::time::Duration::from_secs(1) {
+            bar.set_position((at - hsched_core::Instant::ZERO).as_nanos() / step);
+        }
+    }
+    bar.finish_and_clear();
 }
 
 /// The jobs CSV of a `sim` run, written as the run goes: the jobs it stops

@@ -104,9 +104,19 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
         trace: true,
         check_invariants: false,
     };
-    let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
+    let mut sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     drop(plugins);
+    sim.run_until(sim.horizon());
+    if let Some(cut) = sim.cut_at() {
+        return Err(CliError::Input(format!(
+            "{}: the run needs more than {} events (hsched_sim::DEFAULT_MAX_EVENTS): \
+             it reached them at {}; shorten --horizon",
+            args.file.display(),
+            hsched_sim::DEFAULT_MAX_EVENTS,
+            cut - hsched_core::Instant::ZERO
+        )));
+    }
     let mut result = sim.finish();
     if result.trace.is_none() {
         return Err(CliError::Input(format!(

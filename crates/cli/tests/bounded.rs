@@ -250,6 +250,54 @@ fn a_timeline_past_the_trace_limit_is_refused_after_the_other_outputs() {
     assert!(std::fs::read_to_string(&csv).unwrap().lines().count() > 500);
 }
 
+/// A release every nanosecond for a second is two billion events (hours
+/// of simulation): the run stops at its bound on events, writes what it
+/// covered, says so, and exits 2; the same bound cuts it at the same
+/// place every time.
+#[test]
+fn a_run_past_its_bound_on_events_stops_there_and_says_so() {
+    let file = tmp("ns-events.toml");
+    std::fs::write(&file, EVERY_NANOSECOND).unwrap();
+    let run = || {
+        bounded(
+            &[
+                "sim",
+                file.to_str().unwrap(),
+                "--max-events",
+                "300000",
+                "--json",
+            ],
+            MEMORY,
+            Duration::from_secs(120),
+        )
+    };
+    let out = run();
+    refused(
+        &out,
+        &["--max-events", "300000 events", "of its 1s horizon"],
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let covered = json["global"]["horizon_ns"].as_u64().unwrap();
+    assert!(
+        covered > 0 && covered < 1_000_000_000,
+        "covered {covered} ns"
+    );
+    assert_eq!(json["global"]["events"], 300_000);
+    let limits = json["limits"].to_string();
+    assert!(limits.contains("--max-events"), "{limits}");
+    // The time covered is accounted for: the thread's time is within it.
+    assert!(json["threads"][0]["cpu_time_ns"].as_u64().unwrap() <= covered);
+    // The same cut every time: all but the wall-clock figures.
+    let timeless = |stdout: &[u8]| {
+        let mut v: serde_json::Value = serde_json::from_slice(stdout).unwrap();
+        for k in ["wall_ns", "events_per_wall_second"] {
+            v["global"].as_object_mut().unwrap().remove(k);
+        }
+        v
+    };
+    assert_eq!(timeless(&run().stdout), timeless(&out.stdout));
+}
+
 #[test]
 fn horizons_of_zero_or_past_a_day_are_refused() {
     let scenario = "scenarios/examples/desktop.toml";

@@ -179,8 +179,17 @@ pub fn run_point(spec: &Spec, p: &Point, opts: &Options) -> Result<Vec<String>, 
         seed: Some(p.seed),
         ..Default::default()
     };
-    let sim = hsched_sim::Simulation::new(&scn, &sim_opts, &opts.extra)
+    let mut sim = hsched_sim::Simulation::new(&scn, &sim_opts, &opts.extra)
         .map_err(|e| bad(format!("{file}: {e}")))?;
+    sim.run_until(sim.horizon());
+    if let Some(cut) = sim.cut_at() {
+        return Err(bad(format!(
+            "{file}: the run needs more than {} events (hsched_sim::DEFAULT_MAX_EVENTS): \
+             it reached them at {}; shorten its horizon",
+            hsched_sim::DEFAULT_MAX_EVENTS,
+            cut - hsched_core::Instant::ZERO
+        )));
+    }
     let result = sim.finish();
     let metrics = serde_json::to_value(hsched_report::metrics(&result))
         .map_err(|e| SweepError::Failed(format!("metrics: {e}")))?;
