@@ -103,11 +103,8 @@ fn the_shipped_example_scenario_runs_with_its_plugins_key() {
 /// `edf` at run time, the workers join it by message, and it is unloaded.
 #[test]
 fn the_shipped_example_scenario_runs_live() {
-    hsched_testkit::require!(
-        "root",
-        hsched_live::sys::realtime_allowed()
-            .map_err(|e| format!("cannot set SCHED_FIFO here ({e}); run as root"))
-    );
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    hsched_testkit::require!("root", realtime());
     let scn = example_scenario("edf-live.toml", &lib("example-edf"));
     let out = hsched(&["live", &scn.display().to_string()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -123,23 +120,20 @@ fn the_shipped_example_scenario_runs_live() {
 }
 
 /// A plugin library loaded into a running `hsched live` (root) with
-/// `hsched ctl plugin`: its policy can then be loaded; the same library
-/// again is refused, naming the policy it already has.
-#[test]
-fn ctl_loads_a_plugin_into_a_live_run() {
-    hsched_testkit::require!(
-        "root",
-        hsched_live::sys::realtime_allowed()
-            .map_err(|e| format!("cannot set SCHED_FIFO here ({e}); run as root"))
-    );
-    let edf = lib("example-edf");
-    let dir = Path::new(&edf).parent().unwrap().to_path_buf();
-    let scn = dir.join("ctl-plugin.toml");
-    std::fs::write(
-        &scn,
-        r#"
+/// Whether this process may set `SCHED_FIFO` (root), which `hsched live` needs.
+fn realtime() -> Result<(), String> {
+    hsched_live::sys::realtime_allowed()
+        .map_err(|e| format!("cannot set SCHED_FIFO here ({e}); run as root"))
+}
+
+/// One `hsched live` at a time: two agents would fight over the CPUs.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// A scenario for `hsched ctl` to act on: a busy thread under `rr` (the
+/// default scheduler) below an `fp` root, for a minute unless stopped.
+const CTL_SCENARIO: &str = r#"
 name = "ctl-plugin"
-horizon = "3s"
+horizon = "60s"
 default = "ts"
 [machine]
 cpus = 1
@@ -154,32 +148,67 @@ at = { prio = 0 }
 [[thread]]
 name = "hog"
 program = [ { loop = { body = [ { run = "1s" } ] } } ]
-"#,
-    )
-    .unwrap();
-    let socket = dir.join(format!("ctl-plugin-{}.sock", std::process::id()));
-    let socket = socket.display().to_string();
+"#;
+
+/// `hsched live SCENARIO --json --socket SOCKET`, once it listens.
+fn live_with_socket(scenario: &Path, socket: &str) -> std::process::Child {
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_hsched"))
         .args([
             "live",
-            &scn.display().to_string(),
+            &scenario.display().to_string(),
             "--json",
             "--socket",
-            &socket,
+            socket,
         ])
         .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let start = std::time::Instant::now();
-    while !Path::new(&socket).exists() {
-        assert!(start.elapsed().as_secs() < 2, "no socket at {socket}");
+    while !Path::new(socket).exists() {
+        assert!(start.elapsed().as_secs() < 5, "no socket at {socket}");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    let ctl = |args: &[&str]| {
-        let mut all = vec!["ctl", "--socket", &socket];
-        all.extend_from_slice(args);
-        hsched(&all)
-    };
+    run
+}
+
+fn ctl_args<'a>(socket: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec!["ctl", "--socket", socket];
+    all.extend_from_slice(args);
+    all
+}
+
+/// Stops a live run with SIGTERM (not racing its horizon: how long a
+/// test's requests take depends on the machine, and a run that ended
+/// under one would reset its connection); its output, after checking it
+/// stopped in order.
+fn stop(run: std::process::Child) -> Output {
+    hsched_live::sys::signal(run.id() as i32, libc::SIGTERM).unwrap();
+    let out = run.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(128 + libc::SIGTERM),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(text(&out.stderr).contains("stopped by SIGTERM"));
+    out
+}
+
+/// `hsched ctl plugin`: its policy can then be loaded; the same library
+/// again is refused, naming the policy it already has.
+#[test]
+fn ctl_loads_a_plugin_into_a_live_run() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    hsched_testkit::require!("root", realtime());
+    let edf = lib("example-edf");
+    let dir = Path::new(&edf).parent().unwrap().to_path_buf();
+    let scn = dir.join("ctl-plugin.toml");
+    std::fs::write(&scn, CTL_SCENARIO).unwrap();
+    let socket = dir.join(format!("ctl-plugin-{}.sock", std::process::id()));
+    let socket = socket.display().to_string();
+    let run = live_with_socket(&scn, &socket);
+    let ctl = |args: &[&str]| hsched(&ctl_args(&socket, args));
     let loaded = ctl(&["plugin", &edf]);
     assert!(loaded.status.success(), "{}", text(&loaded.stderr));
     let again = ctl(&["plugin", &edf]);
@@ -199,8 +228,7 @@ program = [ { loop = { body = [ { run = "1s" } ] } } ]
         "prio=1",
     ]);
     assert!(rt.status.success(), "{}", text(&rt.stderr));
-    let out = run.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", text(&out.stderr));
+    let out = stop(run);
     let log = String::from_utf8_lossy(&out.stdout).into_owned();
     for needle in [
         "loaded plugin",
@@ -209,6 +237,47 @@ program = [ { loop = { body = [ { run = "1s" } ] } } ]
     ] {
         assert!(log.contains(needle), "`{needle}` in:\n{log}");
     }
+}
+
+/// A plugin library whose constructor takes 3 s stalls nothing: the live
+/// run answers another client while it loads (the load is off the
+/// agent's loop, which would otherwise miss its guardian's heartbeat and
+/// be killed), then refuses the library, naming it, and stops in order.
+#[test]
+fn a_plugin_that_takes_seconds_to_load_stalls_no_live_run() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    hsched_testkit::require!("root", realtime());
+    let slow = lib("slow-start");
+    let dir = Path::new(&slow).parent().unwrap().to_path_buf();
+    let scn = dir.join("ctl-slow.toml");
+    std::fs::write(&scn, CTL_SCENARIO).unwrap();
+    let socket = dir.join(format!("ctl-slow-{}.sock", std::process::id()));
+    let socket = socket.display().to_string();
+    let run = live_with_socket(&scn, &socket);
+    let loading = std::process::Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .args(ctl_args(&socket, &["plugin", &slow]))
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its request in before the status one: the status is answered while
+    // the library is still loading, its client still waiting.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let status = hsched(&ctl_args(&socket, &["status"]));
+    let mut loading = loading;
+    let still_loading = loading.try_wait().unwrap().is_none();
+    assert!(status.status.success(), "{}", text(&status.stderr));
+    assert!(text(&status.stdout).contains("scheduler ts"));
+    assert!(still_loading, "the status was answered after the load");
+    let loaded = loading.wait_with_output().unwrap();
+    assert_eq!(loaded.status.code(), Some(2), "{}", text(&loaded.stderr));
+    assert!(
+        text(&loaded.stderr).contains(&slow),
+        "{}",
+        text(&loaded.stderr)
+    );
+    let out = stop(run);
+    let log = text(&out.stdout);
+    assert!(log.contains(&slow), "the refusal is logged: {log}");
 }
 
 #[test]
