@@ -733,7 +733,15 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         scn: &scn,
         analysis: &analysis,
     };
-    write_outputs(&result, &args.out, &source)?;
+    // A timeline past what a run keeps was given up during the run.
+    let trace_lost = args.out.wants_trace() && result.trace.is_none();
+    let out = Outputs {
+        jobs_csv: args.out.jobs_csv.clone(),
+        trace: args.out.trace.clone().filter(|_| !trace_lost),
+        report: args.out.report.clone().filter(|_| !trace_lost),
+        json: args.out.json.clone(),
+    };
+    write_outputs(&result, &out, &source)?;
     if args.compare_sim {
         let opts = hsched_sim::SimOptions {
             // Stopped early: the simulation to the same end.
@@ -753,6 +761,15 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     drop(plugins);
     drop(signals);
     let Some(why) = interrupted else {
+        if trace_lost {
+            return Err(CliError::Input(format!(
+                "{}: the timeline needs more than {} switches and wakeups \
+                 (MAX_KEPT_EVENTS): the trace and report were not written (the other \
+                 outputs were): shorten --horizon",
+                args.file.display(),
+                hsched_live::observe::MAX_KEPT_EVENTS
+            )));
+        }
         return Ok(());
     };
     let commands = if args.keep_commands {

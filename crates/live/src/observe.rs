@@ -4,11 +4,19 @@
 //! context switches and migrations, measured as `hsched sim` measures
 //! them in simulation.
 //!
-//! The agent records every event of a managed thread as it reads it; the
-//! figures are computed once, after the run.
+//! The agent records every event of a managed thread as it reads it. The
+//! figures are counted as the events come, in memory bounded per thread
+//! (wakeup latencies past [`hsched_model::MAX_KEPT_LATENCIES`] in a histogram); the
+//! events themselves are kept for the timeline up to [`MAX_KEPT_EVENTS`],
+//! past which the timeline is given up and the run says so.
 
-use hsched_core::{CpuId, Instant, ThreadId};
-use hsched_model::{Segment, SegmentKind};
+use hsched_core::{CpuId, Duration, Instant, ThreadId};
+use hsched_model::{record_latency, Segment, SegmentKind, Sketch};
+
+/// How many events a run keeps for its timeline (24 bytes each: about
+/// 48 MB), as `hsched sim` keeps at most `DEFAULT_TRACE_LIMIT` segments:
+/// a managed CPU switching every millisecond fills it in some 15 minutes.
+pub const MAX_KEPT_EVENTS: usize = 2_000_000;
 
 /// One thing seen, on the agent's clock.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -26,15 +34,34 @@ pub enum Seen {
     Wakeup(ThreadId),
 }
 
-/// Everything seen, in time order.
+/// What was seen: each thread's figures so far, and the events
+/// themselves in time order for the timeline, while they fit.
 ///
-/// Kept in chunks rather than one vector: the agent records
-/// on the CPU it manages, with its memory locked, and doubling a vector of
-/// a second's events there (copied, its new pages faulted in) held a
-/// managed thread off the CPU for 0.7 ms.
+/// The events are kept in chunks rather than one vector: the agent
+/// records on the CPU it manages, with its memory locked, and doubling a
+/// vector of a second's events there (copied, its new pages faulted in)
+/// held a managed thread off the CPU for 0.7 ms.
 #[derive(Clone, Debug, Default)]
 pub struct Observations {
     chunks: Vec<Vec<(Instant, Seen)>>,
+    /// Events seen, kept or not.
+    seen: u64,
+    /// More than [`MAX_KEPT_EVENTS`] were seen: the chunks are dropped.
+    events_dropped: bool,
+    last: Option<Instant>,
+    figures: Vec<ThreadFigures>,
+    state: Vec<State>,
+    /// By managed CPU: who ran there (a managed thread or not), since when.
+    on_cpu: Vec<(Instant, Option<ThreadId>)>,
+}
+
+/// A thread as the events left it.
+#[derive(Clone, Copy, Debug, Default)]
+struct State {
+    /// Runnable (woken or preempted) since, and whether by a wakeup.
+    waiting: Option<(Instant, bool)>,
+    cpu: Option<usize>,
+    running: bool,
 }
 
 /// Events per chunk of [`Observations`] (64 KiB).
@@ -43,17 +70,59 @@ const CHUNK: usize = 2048;
 /// A thread's measured figures (see [`hsched_model::ThreadResult`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ThreadFigures {
-    pub wakeup_latencies: Vec<hsched_core::Duration>,
-    pub max_runnable_gap: hsched_core::Duration,
+    /// The first [`hsched_model::MAX_KEPT_LATENCIES`] one by one; past them, all of
+    /// them in `wakeup_sketch`.
+    pub wakeup_latencies: Vec<Duration>,
+    pub wakeup_sketch: Option<Sketch>,
+    pub max_runnable_gap: Duration,
     pub context_switches: u64,
     pub migrations: u64,
+    /// Time on a managed CPU.
+    pub cpu_time: Duration,
+}
+
+impl ThreadFigures {
+    /// Counts `other`'s figures in too (a family's members as one).
+    pub fn absorb(&mut self, other: ThreadFigures) {
+        match &other.wakeup_sketch {
+            Some(theirs) => {
+                let mine = self.wakeup_sketch.get_or_insert_with(|| {
+                    let mut s = Sketch::default();
+                    for l in &self.wakeup_latencies {
+                        s.add(l.as_nanos());
+                    }
+                    s
+                });
+                mine.merge(theirs);
+            }
+            None => {
+                for l in other.wakeup_latencies {
+                    record_latency(&mut self.wakeup_latencies, &mut self.wakeup_sketch, l);
+                }
+            }
+        }
+        self.max_runnable_gap = self.max_runnable_gap.max(other.max_runnable_gap);
+        self.context_switches += other.context_switches;
+        self.migrations += other.migrations;
+        self.cpu_time += other.cpu_time;
+    }
 }
 
 impl Observations {
     pub fn push(&mut self, at: Instant, seen: Seen) {
         // In time order, even where the kernel's CPUs' stamps are not.
-        let last = self.chunks.last().and_then(|c| c.last());
-        let at = last.map_or(at, |&(last, _)| at.max(last));
+        let at = self.last.map_or(at, |last| at.max(last));
+        self.last = Some(at);
+        self.seen += 1;
+        self.count(at, seen);
+        if self.events_dropped {
+            return;
+        }
+        if self.seen > MAX_KEPT_EVENTS as u64 {
+            self.chunks = Vec::new();
+            self.events_dropped = true;
+            return;
+        }
         match self.chunks.last_mut() {
             Some(c) if c.len() < CHUNK => c.push((at, seen)),
             _ => {
@@ -64,91 +133,110 @@ impl Observations {
         }
     }
 
-    /// Everything seen, in time order.
+    /// Counts event `seen` at `at` into the figures.
+    fn count(&mut self, at: Instant, seen: Seen) {
+        let grow = |n: usize, figures: &mut Vec<ThreadFigures>, state: &mut Vec<State>| {
+            if figures.len() <= n {
+                figures.resize_with(n + 1, ThreadFigures::default);
+                state.resize(n + 1, State::default());
+            }
+        };
+        match seen {
+            Seen::Wakeup(t) => {
+                grow(t.index(), &mut self.figures, &mut self.state);
+                let s = &mut self.state[t.index()];
+                if !s.running && s.waiting.is_none() {
+                    s.waiting = Some((at, true));
+                }
+            }
+            Seen::Switch {
+                cpu,
+                prev,
+                blocked,
+                next,
+            } => {
+                if let Some(p) = prev {
+                    grow(p.index(), &mut self.figures, &mut self.state);
+                    let s = &mut self.state[p.index()];
+                    s.running = false;
+                    s.waiting = (!blocked).then_some((at, false));
+                }
+                let before = cpu.map(|c| {
+                    if self.on_cpu.len() <= c {
+                        self.on_cpu.resize(c + 1, (Instant::ZERO, None));
+                    }
+                    self.on_cpu[c]
+                });
+                if let Some(n) = next {
+                    grow(n.index(), &mut self.figures, &mut self.state);
+                    let (s, f) = (&mut self.state[n.index()], &mut self.figures[n.index()]);
+                    if let Some((since, woken)) = s.waiting.take() {
+                        f.max_runnable_gap = f.max_runnable_gap.max(at.saturating_since(since));
+                        if woken {
+                            let latency = at.saturating_since(since);
+                            record_latency(&mut f.wakeup_latencies, &mut f.wakeup_sketch, latency);
+                        }
+                    }
+                    if let (Some(c), Some((_, last))) = (cpu, before) {
+                        if last != Some(n) {
+                            f.context_switches += 1;
+                        }
+                        if s.cpu.is_some_and(|old| old != c) {
+                            f.migrations += 1;
+                        }
+                        s.cpu = Some(c);
+                    }
+                    s.running = true;
+                }
+                if let (Some(c), Some((since, who))) = (cpu, before) {
+                    if who != next {
+                        if let Some(w) = who {
+                            self.figures[w.index()].cpu_time += at.saturating_since(since);
+                        }
+                        self.on_cpu[c] = (at, next);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Everything seen, in time order, while it is kept (see
+    /// [`Observations::timeline_kept`]).
     pub fn iter(&self) -> impl Iterator<Item = &(Instant, Seen)> {
         self.chunks.iter().flatten()
     }
 
+    /// Whether every event is kept for the timeline (at most
+    /// [`MAX_KEPT_EVENTS`]).
+    pub fn timeline_kept(&self) -> bool {
+        !self.events_dropped
+    }
+
     /// How many events were seen.
-    pub fn len(&self) -> usize {
-        self.chunks.iter().map(Vec::len).sum()
+    pub fn len(&self) -> u64 {
+        self.seen
     }
 
     pub fn is_empty(&self) -> bool {
-        self.chunks.is_empty()
+        self.seen == 0
     }
 
-    /// Each of `threads` threads' figures, up to `end`.
+    /// Each of `threads` threads' figures at `end`: a wait or a run still
+    /// going on counts up to it.
     pub fn thread_figures(&self, threads: usize, end: Instant) -> Vec<ThreadFigures> {
-        #[derive(Clone, Copy, Default)]
-        struct State {
-            /// Runnable (woken or preempted) since, and whether by a wakeup.
-            waiting: Option<(Instant, bool)>,
-            cpu: Option<usize>,
-            running: bool,
-        }
-        let mut figures = vec![ThreadFigures::default(); threads];
-        let mut state = vec![State::default(); threads];
-        let mut last_on_cpu: Vec<Option<ThreadId>> = Vec::new();
-        let gap = |f: &mut ThreadFigures, since: Instant, at: Instant| {
-            f.max_runnable_gap = f.max_runnable_gap.max(at.saturating_since(since));
-        };
-        for &(at, seen) in self.iter() {
-            match seen {
-                Seen::Wakeup(t) => {
-                    let s = &mut state[t.index()];
-                    if !s.running && s.waiting.is_none() {
-                        s.waiting = Some((at, true));
-                    }
-                }
-                Seen::Switch {
-                    cpu,
-                    prev,
-                    blocked,
-                    next,
-                } => {
-                    if let Some(p) = prev {
-                        let s = &mut state[p.index()];
-                        s.running = false;
-                        s.waiting = (!blocked).then_some((at, false));
-                    }
-                    if let Some(n) = next {
-                        let (s, f) = (&mut state[n.index()], &mut figures[n.index()]);
-                        if let Some((since, woken)) = s.waiting.take() {
-                            gap(f, since, at);
-                            if woken {
-                                f.wakeup_latencies.push(at.saturating_since(since));
-                            }
-                        }
-                        if let Some(c) = cpu {
-                            if last_on_cpu.len() <= c {
-                                last_on_cpu.resize(c + 1, None);
-                            }
-                            if last_on_cpu[c] != Some(n) {
-                                f.context_switches += 1;
-                            }
-                            if s.cpu.is_some_and(|old| old != c) {
-                                f.migrations += 1;
-                            }
-                            s.cpu = Some(c);
-                        }
-                        s.running = true;
-                    }
-                    if let Some(c) = cpu {
-                        if last_on_cpu.len() <= c {
-                            last_on_cpu.resize(c + 1, None);
-                        }
-                        last_on_cpu[c] = next;
-                    }
-                }
-            }
-        }
-        // Still waiting at the end: the wait so far counts.
-        for (s, f) in state.iter().zip(&mut figures) {
+        let mut figures = self.figures.clone();
+        figures.resize_with(threads.max(figures.len()), ThreadFigures::default);
+        for (s, f) in self.state.iter().zip(&mut figures) {
             if let Some((since, _)) = s.waiting {
-                gap(f, since, end);
+                f.max_runnable_gap = f.max_runnable_gap.max(end.saturating_since(since));
             }
         }
+        for &(since, who) in &self.on_cpu {
+            if let Some(w) = who {
+                figures[w.index()].cpu_time += end.saturating_since(since);
+            }
+        }
+        figures.truncate(threads);
         figures
     }
 
@@ -241,6 +329,57 @@ mod tests {
         assert_eq!(f[0].migrations, 1);
         assert_eq!(f[1].wakeup_latencies, vec![Duration(5)]);
         assert_eq!(f[1].context_switches, 1);
+        // As the segments have it: 0 ran 10..30 and 50..60, 1 from 30 on.
+        assert_eq!(f[0].cpu_time, Duration(30));
+        assert_eq!(f[1].cpu_time, Duration(70), "still running at the end");
+    }
+
+    /// Past the events a run keeps, the timeline is given up and the
+    /// figures still count every event; past the latencies a thread keeps,
+    /// they are counted in a histogram.
+    #[test]
+    fn a_long_run_keeps_bounded_events_and_counts_them_all() {
+        let mut o = Observations::default();
+        // Thread 0 woken, then run for 1 ns on CPU 0, over and over.
+        let rounds = MAX_KEPT_EVENTS as u64 / 3 + 1;
+        for i in 0..rounds {
+            o.push(Instant(10 * i), Seen::Wakeup(ThreadId(0)));
+            o.push(Instant(10 * i + 2), switch(0, None, false, t(0)));
+            o.push(Instant(10 * i + 3), switch(0, t(0), true, None));
+        }
+        assert!(!o.timeline_kept());
+        assert_eq!(o.iter().count(), 0, "the events are dropped");
+        assert_eq!(o.len(), 3 * rounds);
+        let f = &o.thread_figures(1, Instant(10 * rounds))[0];
+        assert_eq!(f.cpu_time, Duration(rounds));
+        assert_eq!(f.context_switches, rounds);
+        assert_eq!(f.wakeup_latencies.len(), hsched_model::MAX_KEPT_LATENCIES);
+        let sketch = f.wakeup_sketch.as_ref().expect("past the bound");
+        assert_eq!(sketch.count(), rounds);
+        assert_eq!(sketch.max(), Some(2));
+    }
+
+    #[test]
+    fn a_family_counts_its_members_figures_and_histograms() {
+        let mut head = ThreadFigures {
+            wakeup_latencies: vec![Duration(1)],
+            cpu_time: Duration(5),
+            ..Default::default()
+        };
+        let mut sketch = Sketch::default();
+        sketch.add(7);
+        sketch.add(9);
+        head.absorb(ThreadFigures {
+            wakeup_latencies: vec![Duration(7)],
+            wakeup_sketch: Some(sketch),
+            cpu_time: Duration(3),
+            context_switches: 2,
+            ..Default::default()
+        });
+        assert_eq!(head.cpu_time, Duration(8));
+        assert_eq!(head.context_switches, 2);
+        let all = head.wakeup_sketch.expect("a member had one");
+        assert_eq!((all.count(), all.max()), (3, Some(9)));
     }
 
     #[test]

@@ -420,20 +420,9 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
     // A scenario thread is its process and everything it started: its
     // figures are its family's.
     let figures = observed.thread_figures(family.len(), horizon);
-    let segments = observed.segments(cpus.len(), horizon);
     let mut families: Vec<ThreadFigures> = vec![ThreadFigures::default(); family.len()];
-    let mut cpu_time = vec![Duration::ZERO; family.len()];
     for (t, f) in figures.into_iter().enumerate() {
-        let head = &mut families[family[t].index()];
-        head.wakeup_latencies.extend(f.wakeup_latencies);
-        head.max_runnable_gap = head.max_runnable_gap.max(f.max_runnable_gap);
-        head.context_switches += f.context_switches;
-        head.migrations += f.migrations;
-    }
-    for seg in &segments {
-        if let hsched_model::SegmentKind::Run(t) = seg.what {
-            cpu_time[family[t.index()].index()] += seg.end - seg.start;
-        }
+        families[family[t].index()].absorb(f);
     }
     let mut jobs = Vec::new();
     for s in &mut started {
@@ -464,8 +453,9 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
                 name: scn.threads[s.index].name.clone(),
                 scheduler,
                 homes,
-                cpu_time: cpu_time[s.id.index()],
+                cpu_time: f.cpu_time,
                 wakeup_latencies: f.wakeup_latencies,
+                wakeup_sketch: f.wakeup_sketch,
                 max_runnable_gap: f.max_runnable_gap,
                 context_switches: f.context_switches,
                 migrations: f.migrations,
@@ -475,9 +465,31 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
             }
         })
         .collect();
-    let trace = opts
-        .trace
-        .then(|| trace(&observed, segments, names, &jobs, horizon));
+    let mut limits = Vec::new();
+    if !observed.timeline_kept() {
+        limits.push(format!(
+            "timeline: more than {} switches and wakeups (MAX_KEPT_EVENTS): not kept; \
+             the figures count them all",
+            crate::observe::MAX_KEPT_EVENTS
+        ));
+    }
+    let sketched: Vec<&str> = threads
+        .iter()
+        .filter(|t| t.wakeup_sketch.is_some())
+        .map(|t| t.name.as_str())
+        .collect();
+    if !sketched.is_empty() {
+        limits.push(format!(
+            "wakeup latencies: more than {} of a thread (MAX_KEPT_LATENCIES) for {}: \
+             their percentiles come from a histogram (within 0.8 %)",
+            hsched_model::MAX_KEPT_LATENCIES,
+            sketched.join(", ")
+        ));
+    }
+    let trace = (opts.trace && observed.timeline_kept()).then(|| {
+        let segments = observed.segments(cpus.len(), horizon);
+        trace(&observed, segments, names, &jobs, horizon)
+    });
     let result = RunResult {
         scenario: scn.name.clone(),
         platform: "live".into(),
@@ -487,11 +499,12 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
         threads,
         nodes,
         decisions,
-        events: observed.len() as u64,
+        events: observed.len(),
         wall_ns: wall.elapsed().as_nanos() as u64,
         jobs,
         log,
         trace,
+        limits,
         ..RunResult::default()
     };
     Ok(Outcome {

@@ -15,4 +15,4 @@ pub mod sketch;
 
 pub use result::*;
 pub use scenario::*;
-pub use sketch::Sketch;
+pub use sketch::{record_latency, Sketch, MAX_KEPT_LATENCIES};

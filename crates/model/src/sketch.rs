@@ -39,6 +39,23 @@ impl Sketch {
         *self.buckets.entry(bucket(ns)).or_default() += 1;
     }
 
+    /// Counts every value `other` counted (the two runs' samples as one).
+    pub fn merge(&mut self, other: &Sketch) {
+        if other.count == 0 {
+            return;
+        }
+        if self.count == 0 {
+            (self.min, self.max) = (other.min, other.max);
+        } else {
+            self.min = self.min.min(other.min);
+            self.max = self.max.max(other.max);
+        }
+        self.count += other.count;
+        for (&b, &n) in &other.buckets {
+            *self.buckets.entry(b).or_default() += n;
+        }
+    }
+
     /// Values counted.
     pub fn count(&self) -> u64 {
         self.count
@@ -69,6 +86,34 @@ impl Sketch {
             }
         }
         Some(self.max)
+    }
+}
+
+/// How many wakeup latencies a thread keeps one by one (8 bytes each:
+/// 800 kB a thread); past that, all of them are counted in a bounded
+/// histogram ([`Sketch`]) and the first ones stay for the plots.
+pub const MAX_KEPT_LATENCIES: usize = 100_000;
+
+/// Records one latency of a thread: one by one in `kept` up to
+/// [`MAX_KEPT_LATENCIES`]; past that, every one (those kept too) in
+/// `sketch`.
+pub fn record_latency(
+    kept: &mut Vec<hsched_core::Duration>,
+    sketch: &mut Option<Sketch>,
+    latency: hsched_core::Duration,
+) {
+    let ns = latency.as_nanos();
+    if let Some(sketch) = sketch {
+        sketch.add(ns);
+    } else if kept.len() < MAX_KEPT_LATENCIES {
+        kept.push(latency);
+    } else {
+        let mut all = Sketch::default();
+        for l in kept.iter() {
+            all.add(l.as_nanos());
+        }
+        all.add(ns);
+        *sketch = Some(all);
     }
 }
 

@@ -11,7 +11,7 @@ use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
 use hsched_dispatch::{Dispatcher, Platform};
 use hsched_model::{
     Action, ConstraintLoad, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult,
-    Scenario, Segment, SegmentKind, Sketch, Target, ThreadResult, Trace,
+    Scenario, Segment, SegmentKind, Target, ThreadResult, Trace,
 };
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -25,10 +25,7 @@ use std::rc::Rc;
 /// cannot fill memory with its timeline.
 pub const DEFAULT_TRACE_LIMIT: usize = 2_000_000;
 
-/// How many wakeup latencies a thread keeps one by one (8 bytes each:
-/// 800 kB a thread); past that, all of them are counted in a bounded
-/// histogram ([`Sketch`]) and the first ones stay for the plots.
-pub const MAX_KEPT_LATENCIES: usize = 100_000;
+pub use hsched_model::MAX_KEPT_LATENCIES;
 
 /// How many log entries of its workload (message replies and refusals,
 /// moves) a run keeps (some 100 bytes each: about 10 MB); a program that
@@ -37,19 +34,11 @@ pub const MAX_LOG_ENTRIES: usize = 100_000;
 
 /// Records one wakeup latency of a thread within the bound.
 fn add_latency(stats: &mut ThreadResult, latency: Duration) {
-    let ns = latency.as_nanos();
-    if let Some(sketch) = &mut stats.wakeup_sketch {
-        sketch.add(ns);
-    } else if stats.wakeup_latencies.len() < MAX_KEPT_LATENCIES {
-        stats.wakeup_latencies.push(latency);
-    } else {
-        let mut sketch = Sketch::default();
-        for l in &stats.wakeup_latencies {
-            sketch.add(l.as_nanos());
-        }
-        sketch.add(ns);
-        stats.wakeup_sketch = Some(sketch);
-    }
+    hsched_model::record_latency(
+        &mut stats.wakeup_latencies,
+        &mut stats.wakeup_sketch,
+        latency,
+    );
 }
 
 #[path = "trains.rs"]
