@@ -152,3 +152,36 @@ fn the_report_loads_in_chromium_and_shows_the_timeline() {
     );
     let _ = std::fs::remove_dir_all(report.parent().unwrap());
 }
+
+/// A run that reached a bound says so on the page: cut short by
+/// `--max-events`, its report (written before the exit 2) shows the
+/// limit above the tables.
+#[test]
+fn the_report_shows_the_limits_a_run_reached() {
+    let browser = hsched_testkit::require!("chromium", chromium());
+    let report = tmp("browser", "cut.html");
+    let out = hsched(&[
+        "sim",
+        "scenarios/examples/desktop.toml",
+        "--max-events",
+        "200",
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let page = format!("file://{}", report.display());
+    let profile = tmp("browser", "profile-limits");
+    let dom = run_browser(&browser, &profile, &["--dump-dom"], &page);
+    let dom_text = text(&dom.stdout);
+    assert!(
+        dom_text.contains("<body data-ready=\"1\">"),
+        "the report's script did not finish: {}",
+        text(&dom.stderr)
+    );
+    let limits = &dom_text[dom_text.find("<div id=\"limits\"").expect("the limits box")..];
+    let limits = &limits[..limits.find("</div>").unwrap()];
+    assert!(
+        limits.contains("limits reached") && limits.contains("--max-events"),
+        "{limits}"
+    );
+}

@@ -145,6 +145,15 @@
     ];
     var box = document.getElementById("global");
     facts.forEach(function (f) { box.appendChild(el("div", {}, [el("b", { text: f[0] }), f[1]])); });
+    // The bounds the run reached: what the figures below leave out or
+    // count another way.
+    var limits = M.limits || [];
+    if (limits.length > 0) {
+      var lbox = document.getElementById("limits");
+      lbox.appendChild(el("b", { text: "limits reached" }));
+      var list = el("ul", {}, limits.map(function (l) { return el("li", { text: l }); }));
+      lbox.appendChild(list);
+    }
 
     table("thread-table", [
       { label: "thread", text: true }, { label: "scheduler", text: true }, { label: "CPU time" },
