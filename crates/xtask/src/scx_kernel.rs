@@ -169,7 +169,7 @@ fn fetch_image(apt_get: &Path, dpkg_deb: &Path, work: &Path, vmlinuz: &Path) -> 
         c
     };
     run_quietly(
-        apt_command(&["update"]),
+        apt_command(&["update", "--error-on=any"]),
         "apt-get update (of the temporary trixie-backports source)",
     )?;
     let package = package();
