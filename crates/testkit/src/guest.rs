@@ -436,8 +436,11 @@ impl Drop for WorkDir {
     }
 }
 
-/// Every file and directory under `root`, parents first, as names relative
-/// to it: the order, owners and inode numbers do not depend on the host.
+/// Packs `root` into a gzipped newc archive with the `cpio` and `gzip`
+/// programs rather than crates: every test crate builds this one, and the
+/// guest needs Debian packages anyway. Names are sorted (parents first),
+/// owners are root and inode numbers fixed, so the archive does not depend
+/// on the host's directory order or user.
 fn pack(root: &Path, archive: &Path) -> Result<(), String> {
     let mut names = Vec::new();
     list(root, Path::new(""), &mut names)?;
