@@ -21,6 +21,8 @@
 use std::io::Write;
 use std::path::PathBuf;
 
+pub mod guest;
+
 /// The variable naming the skip log (one line per skipped test).
 pub const SKIP_LOG: &str = "HSCHED_SKIP_LOG";
 

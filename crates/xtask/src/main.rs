@@ -1,4 +1,6 @@
-//! `cargo xtask test [ARGS]`: the project's test command.
+//! `cargo xtask test [ARGS]`: the project's test command; `cargo xtask
+//! scx-kernel`: the sched_ext kernel the guest tests boot (see
+//! `scx_kernel.rs`).
 //!
 //! Runs `cargo test --workspace --locked --no-fail-fast [ARGS]` (every
 //! test binary, also after one fails), passing its output through as it
@@ -14,12 +16,22 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
+mod scx_kernel;
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
+        Some("scx-kernel") => match scx_kernel::run(&args[1..]) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("scx-kernel: {e}");
+                ExitCode::FAILURE
+            }
+        },
         _ => {
             eprintln!("usage: cargo xtask test [ARGS for cargo test]");
+            eprintln!("       cargo xtask scx-kernel");
             ExitCode::from(2)
         }
     }
