@@ -1136,6 +1136,59 @@ fn the_live_experiments_are_listed() {
     }
 }
 
+/// Ctrl-C during `hsched repro --live` stops in order: the live run
+/// under way gives its threads back and ends its workers, no later
+/// experiment starts, and it exits 128 + SIGINT naming the signal.
+#[test]
+fn sigint_stops_repro_live_in_order() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    hsched_testkit::require!("root", realtime());
+    let workers = || -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| c.windows(8).any(|w| w == b"__worker"))
+            })
+            .collect()
+    };
+    let repro = Command::new(env!("CARGO_BIN_EXE_hsched"))
+        .args(["repro", "--live", "live-sim-shares"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Its first live run has started once its control socket is there.
+    let socket = std::path::Path::new(hsched_live::control::SOCKET_DIR)
+        .join(format!("hsched-repro-{}.sock", repro.id()));
+    let start = Instant::now();
+    while !socket.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "no live run started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!workers().is_empty(), "the run's workers are running");
+    sys::signal(repro.id() as i32, libc::SIGINT).unwrap();
+    let stopping = Instant::now();
+    let out = repro.wait_with_output().unwrap();
+    let took = stopping.elapsed();
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(128 + libc::SIGINT), "{err}");
+    assert!(err.contains("stopped by SIGINT"), "{err}");
+    assert!(took < Duration::from_secs(5), "the stop took {took:?}");
+    assert!(!socket.exists(), "the control socket removed");
+    assert_eq!(workers(), Vec::<i32>::new(), "workers left running");
+    assert!(
+        !text(&out.stdout).contains("all verdicts pass"),
+        "no verdict after the stop"
+    );
+}
+
 /// `hsched live --json` of `count` commands `sleep 0.2`, marked with
 /// `marker` (their `$0`), arriving together on one CPU under rr for
 /// `horizon_s`: the result, and how far the run overran its horizon (the

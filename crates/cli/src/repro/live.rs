@@ -107,6 +107,17 @@ fn this_program() -> Result<std::ffi::OsString, String> {
         .map_err(|e| format!("finding the hsched program: {e}"))
 }
 
+/// Where the live runs of `hsched repro --live` watch for a stop (SIGINT,
+/// SIGTERM): set once by [`stop_on`] before the first experiment.
+static STOP: std::sync::OnceLock<hsched_live::signals::StopHandle> = std::sync::OnceLock::new();
+
+/// Stops every live run from now on when `handle` says a stop was asked
+/// for: the run ends in order (its threads given back, its commands
+/// ended) and its experiment fails, naming the signal.
+pub fn stop_on(handle: hsched_live::signals::StopHandle) {
+    let _ = STOP.set(handle);
+}
+
 /// Runs a scenario live, after `edit`.
 fn live(file: (&str, &str), edit: impl FnOnce(&mut Scenario)) -> Result<RunResult, String> {
     run_live(file, false, edit)
@@ -146,10 +157,17 @@ fn run_live_with(
         keep_autogroup: false,
         policies: Vec::new(),
         keep_commands: false,
-        stop: None,
+        stop: STOP.get().cloned(),
     };
     options(&mut opts);
-    hsched_live::run::run(&scn, &opts).map_err(|e| format!("{path}: {e}"))
+    let outcome =
+        hsched_live::run::run_to_outcome(&scn, &opts).map_err(|e| format!("{path}: {e}"))?;
+    match outcome.interrupted {
+        Some(why) => Err(format!(
+            "{path}: {why}: the run stopped, every thread given back"
+        )),
+        None => Ok(outcome.result),
+    }
 }
 
 /// The last CPU this process may use: where `hsched live` runs a 1-CPU

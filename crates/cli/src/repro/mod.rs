@@ -212,9 +212,38 @@ pub fn command(name: Option<&str>, list: bool, all: bool, live: bool) -> Result<
         })?],
         None => entries.iter().collect(),
     };
+    // A live experiment stops in order on Ctrl-C or SIGTERM: the run under
+    // way gives its threads back and ends its commands, and no later
+    // experiment starts.
+    let signals = if live {
+        let error = |e| CliError::Failed(format!("handling SIGINT and SIGTERM: {e}"));
+        let signals = hsched_live::signals::StopSignals::install().map_err(error)?;
+        live::stop_on(signals.handle().map_err(error)?);
+        Some(signals)
+    } else {
+        None
+    };
+    let stopped = |signals: &Option<hsched_live::signals::StopSignals>| {
+        let sig = signals.as_ref()?.received()?;
+        let name = if sig == libc::SIGINT {
+            "SIGINT"
+        } else {
+            "SIGTERM"
+        };
+        Some(CliError::Stopped(
+            format!("hsched repro --live: stopped by {name}; every thread given back"),
+            128 + sig,
+        ))
+    };
     let mut failed = Vec::new();
     for entry in chosen {
-        let checks = run_entry(entry)?;
+        let checks = match run_entry(entry) {
+            Ok(checks) => checks,
+            Err(e) => return Err(stopped(&signals).unwrap_or(e)),
+        };
+        if let Some(stop) = stopped(&signals) {
+            return Err(stop);
+        }
         print_entry(entry, &checks);
         println!();
         if checks.iter().any(|c| !c.passed()) {
