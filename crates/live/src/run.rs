@@ -473,19 +473,7 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
             crate::observe::MAX_KEPT_EVENTS
         ));
     }
-    let sketched: Vec<&str> = threads
-        .iter()
-        .filter(|t| t.wakeup_sketch.is_some())
-        .map(|t| t.name.as_str())
-        .collect();
-    if !sketched.is_empty() {
-        limits.push(format!(
-            "wakeup latencies: more than {} of a thread (MAX_KEPT_LATENCIES) for {}: \
-             their percentiles come from a histogram (within 0.8 %)",
-            hsched_model::MAX_KEPT_LATENCIES,
-            sketched.join(", ")
-        ));
-    }
+    limits.extend(hsched_model::sketched_latencies_note(&threads));
     let trace = (opts.trace && observed.timeline_kept()).then(|| {
         let segments = observed.segments(cpus.len(), horizon);
         trace(&observed, segments, names, &jobs, horizon)

@@ -15,4 +15,4 @@ pub mod sketch;
 
 pub use result::*;
 pub use scenario::*;
-pub use sketch::{record_latency, Sketch, MAX_KEPT_LATENCIES};
+pub use sketch::{record_latency, sketched_latencies_note, Sketch, MAX_KEPT_LATENCIES};

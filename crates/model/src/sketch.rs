@@ -117,6 +117,33 @@ pub fn record_latency(
     }
 }
 
+/// The `limits` note of a run whose threads (some of them) had more
+/// wakeup latencies than they keep one by one; `None` when none had.
+pub fn sketched_latencies_note(threads: &[crate::ThreadResult]) -> Option<String> {
+    let sketched: Vec<&str> = threads
+        .iter()
+        .filter(|t| t.wakeup_sketch.is_some())
+        .map(|t| t.name.as_str())
+        .collect();
+    if sketched.is_empty() {
+        return None;
+    }
+    let named = if sketched.len() > 5 {
+        format!(
+            "{} threads ({}, ...)",
+            sketched.len(),
+            sketched[..5].join(", ")
+        )
+    } else {
+        sketched.join(", ")
+    };
+    Some(format!(
+        "wakeup latencies: more than {MAX_KEPT_LATENCIES} of a thread (MAX_KEPT_LATENCIES) \
+         for {named}: their percentiles come from a histogram (within 0.8 %), the plots \
+         show the first {MAX_KEPT_LATENCIES}"
+    ))
+}
+
 /// The bucket of `ns`: the value itself below 2^BITS, else its power of
 /// two and its next BITS bits.
 fn bucket(ns: u64) -> u32 {

@@ -1389,27 +1389,7 @@ impl World {
                  within 0.8 %) without their records"
             ));
         }
-        let sketched: Vec<&str> = threads
-            .iter()
-            .filter(|t| t.wakeup_sketch.is_some())
-            .map(|t| t.name.as_str())
-            .collect();
-        if !sketched.is_empty() {
-            let named = if sketched.len() > 5 {
-                format!(
-                    "{} threads ({}, ...)",
-                    sketched.len(),
-                    sketched[..5].join(", ")
-                )
-            } else {
-                sketched.join(", ")
-            };
-            limits.push(format!(
-                "wakeup latencies: more than {MAX_KEPT_LATENCIES} of a thread (MAX_KEPT_LATENCIES) \
-                 for {named}: their percentiles come from a histogram (within 0.8 %), the plots \
-                 show the first {MAX_KEPT_LATENCIES}"
-            ));
-        }
+        limits.extend(hsched_model::sketched_latencies_note(&threads));
         if self.log_dropped > 0 {
             limits.push(format!(
                 "log: more than {MAX_LOG_ENTRIES} entries of the threads' messages and moves \
