@@ -25,8 +25,8 @@
 //! managed thread, pinned to one CPU (by default the first managed one:
 //! see [`Agent::new`]), with its memory locked; before it touches a thread it tells the
 //! guardian ([`crate::guardian`]) the thread's original state, and it
-//! gives the guardian a heartbeat: silent for [`HEARTBEAT_TIMEOUT`], it is
-//! killed and every thread restored.
+//! gives the guardian a heartbeat: silent for [`HEARTBEAT_TIMEOUT`] once it
+//! has begun beating (its run), it is killed and every thread restored.
 //!
 //! The agent waits for the kernel's events and for its next deadline
 //! together (a CLOCK_MONOTONIC timerfd, timer slack 1 ns).
@@ -417,6 +417,8 @@ pub struct Agent {
     start_ns: u64,
     now: Instant,
     last_beat: std::time::Instant,
+    /// Beats have begun (see [`Agent::beat_now`]).
+    beating: bool,
     /// How late each deadline of the dispatcher was acted on, ns.
     lateness: Vec<u64>,
     /// The managed threads' switches and wakeups, for the figures.
@@ -571,6 +573,7 @@ impl Agent {
             start_ns: monotonic_ns(),
             now: Instant::ZERO,
             last_beat: std::time::Instant::now(),
+            beating: false,
             // Reserved now: grown later, on the CPU it shares with the
             // threads it manages, the copy would hold them back.
             lateness: Vec::with_capacity(1 << 16),
@@ -849,11 +852,34 @@ impl Agent {
             .copied()
             .filter(|t| !self.watched.contains(t))
             .collect();
+        if new.is_empty() {
+            return Ok(());
+        }
+        // The write waits for the kernel's tracing to settle (tens of ms,
+        // more on a busy machine): once the heartbeat has begun (the run),
+        // the guardian's wait starts afresh on either side of it.
+        let beating = self.beating;
+        if beating {
+            self.beat_now();
+        }
         self.events
             .watch(&new)
             .map_err(|e| format!("kernel events: {e}"))?;
+        if beating {
+            self.beat_now();
+        }
         self.watched.extend(new);
         Ok(())
+    }
+
+    /// Tells the guardian the agent is alive (a heartbeat); the first one
+    /// (from the run's loop) starts the guardian's watch on it.
+    fn beat_now(&mut self) {
+        self.beating = true;
+        self.last_beat = std::time::Instant::now();
+        if let Err(e) = self.guardian.send(&Line::Beat) {
+            self.guardian_gone(format!("writing to it: {e}"));
+        }
     }
 
     /// Reads the kernel's events that are ready and tells the dispatcher
@@ -1125,10 +1151,7 @@ impl Agent {
             self.hand_back_ejected();
             self.platform.lower_woken(self.now);
             if self.last_beat.elapsed() >= HEARTBEAT_EVERY {
-                self.last_beat = std::time::Instant::now();
-                if let Err(e) = self.guardian.send(&Line::Beat) {
-                    self.guardian_gone(format!("writing to it: {e}"));
-                }
+                self.beat_now();
             }
         }
     }

@@ -285,8 +285,8 @@ pub struct Watch {
     /// The agent's process id: killed (SIGKILL) if its heartbeat stops, so
     /// that it cannot undo the restoration.
     pub agent: Option<i32>,
-    /// Restore when no line has come for this long (`None`: only at end of
-    /// file).
+    /// Restore when no line has come for this long once the agent has
+    /// sent its first beat (`None`: only at end of file).
     pub heartbeat: Option<Duration>,
 }
 
@@ -311,8 +311,15 @@ pub fn guard(
     let mut pending: Vec<u8> = Vec::new();
     let mut buf = [0u8; 4096];
     let mut last = Instant::now();
+    // The heartbeat is watched from the agent's first beat: its start (a
+    // tracing instance, its memory locked, the threads listed with the
+    // kernel) can take seconds on a busy machine, and a kill then (it
+    // was, measured beside two CPU hogs and a build) ends a run that
+    // never hung. Its death is seen at once either way (the pipe closes).
+    let mut beating = false;
     let ending = loop {
         let timeout_ms = match watch.heartbeat {
+            Some(_) if !beating => -1,
             None => -1,
             Some(h) => {
                 let left = h.saturating_sub(last.elapsed());
@@ -355,7 +362,10 @@ pub fn guard(
             let raw: Vec<u8> = pending.drain(..=end).collect();
             let text = String::from_utf8_lossy(&raw[..raw.len() - 1]);
             match parse(&text) {
-                Ok(line) => ledger.apply(line),
+                Ok(line) => {
+                    beating |= line == Line::Beat;
+                    ledger.apply(line);
+                }
                 Err(e) => on_bad_line(&text, &e),
             }
         }

@@ -11,11 +11,20 @@ use std::path::Path;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+/// A busy loop, killed with the test's thread if the test dies first
+/// (nothing else would end it, and it would hold the test's output open).
 fn busy() -> Child {
-    Command::new("sh")
-        .args(["-c", "while :; do :; done"])
-        .spawn()
-        .unwrap()
+    use std::os::unix::process::CommandExt;
+    let mut cmd = Command::new("sh");
+    cmd.args(["-c", "while :; do :; done"]);
+    // SAFETY: prctl is async-signal-safe and touches no memory.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong);
+            Ok(())
+        });
+    }
+    cmd.spawn().unwrap()
 }
 
 /// CPU time of the calling thread (the agent runs in it).

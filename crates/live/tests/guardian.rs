@@ -93,6 +93,8 @@ fn a_sigkilled_agent_s_threads_are_back_within_a_second() {
     v.wait().unwrap();
 }
 
+/// Silent past the heartbeat once it has beaten, the agent is killed and
+/// its threads restored; before its first beat (its start) it is not.
 #[test]
 fn a_silent_agent_is_killed_and_its_threads_restored() {
     hsched_testkit::require!("root", realtime());
@@ -106,6 +108,11 @@ fn a_silent_agent_is_killed_and_its_threads_restored() {
     };
     let mut g = Guardian::spawn(guardian_exe(), &watch).unwrap();
     let original = manage_and_park(&mut g, pid);
+    // Before its first beat the agent is starting, however long that
+    // takes: not killed.
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!is_restored(pid, &original), "restored before any beat");
+    assert!(hung.try_wait().unwrap().is_none(), "killed before any beat");
     // Beats keep it waiting past several timeouts.
     let start = Instant::now();
     while start.elapsed() < Duration::from_millis(500) {

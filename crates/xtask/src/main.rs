@@ -72,6 +72,10 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// How long after cargo exits its output may stay open: past that, a
+/// process the tests started and left running holds it.
+const LEFT_RUNNING_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+
 fn test(extra: &[String]) -> ExitCode {
     let root = workspace_root();
     let target = std::env::var_os("CARGO_TARGET_DIR")
@@ -100,14 +104,52 @@ fn test(extra: &[String]) -> ExitCode {
     };
     let mut counts = Counts::default();
     let stdout = child.stdout.take().expect("piped");
+    // Read on a thread: a process a test left running keeps the pipe open
+    // after cargo has exited, and reading to its end would wait for ever.
+    let (lines, from_cargo) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
     let mut out = std::io::stdout().lock();
-    for line in BufReader::new(stdout).lines() {
-        let Ok(line) = line else { break };
-        counts.add_line(&line);
-        let _ = writeln!(out, "{line}");
+    let mut exited: Option<(bool, std::time::Instant)> = None;
+    let mut left_running = false;
+    loop {
+        match from_cargo.recv_timeout(std::time::Duration::from_millis(200)) {
+            Ok(line) => {
+                counts.add_line(&line);
+                let _ = writeln!(out, "{line}");
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if exited.is_none() {
+                    if let Ok(Some(status)) = child.try_wait() {
+                        exited = Some((status.success(), std::time::Instant::now()));
+                    }
+                }
+                if exited.is_some_and(|(_, at)| at.elapsed() > LEFT_RUNNING_GRACE) {
+                    left_running = true;
+                    break;
+                }
+            }
+        }
     }
     drop(out);
-    let cargo_ok = child.wait().map(|s| s.success()).unwrap_or(false);
+    let cargo_ok = match exited {
+        Some((ok, _)) => ok,
+        None => child.wait().map(|s| s.success()).unwrap_or(false),
+    };
+    if left_running {
+        eprintln!(
+            "cargo test has ended, but a process the tests started is still running \
+             (it holds their output): a test left it behind; counted as a failure"
+        );
+        counts.failed += 1;
+    }
 
     let skips = std::fs::read_to_string(&skip_log).unwrap_or_default();
     let skipped: Vec<&str> = skips.lines().filter(|l| !l.is_empty()).collect();
