@@ -162,7 +162,11 @@ fn test(extra: &[String]) -> ExitCode {
         }
     }
     if counts.ignored > 0 {
-        println!("{} tests are #[ignore]d", counts.ignored);
+        let (n, are) = match counts.ignored {
+            1 => ("1 test".to_string(), "is"),
+            n => (format!("{n} tests"), "are"),
+        };
+        println!("{n} {are} #[ignore]d (counted as skipped)");
     }
     if !cargo_ok && counts.failed == 0 {
         // A binary that did not build or crashed has no result line.
