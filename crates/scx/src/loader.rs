@@ -252,11 +252,14 @@ impl Scheduler {
     /// reason if it had ejected the scheduler before.
     pub fn unload(mut self) -> Result<ExitInfo, String> {
         drop(self.link.take());
-        self.exit_info()
+        self.exit_info()?
+            .ok_or_else(|| "the scheduler's exit callback recorded nothing".to_string())
     }
 
-    /// Why the scheduler stopped, if it has: `None` while it runs.
-    pub fn exit_info(&self) -> Result<ExitInfo, String> {
+    /// Why the scheduler stopped, if it has (the kernel ejected it, e.g.
+    /// its watchdog): `None` while it runs. Poll it to notice an ejection;
+    /// the tasks are then back under the fair class.
+    pub fn exit_info(&self) -> Result<Option<ExitInfo>, String> {
         let bss = find_map(&self.object, "hsched.bss")?;
         let bytes = bss
             .lookup(&0u32.to_ne_bytes(), MapFlags::ANY)
@@ -269,12 +272,22 @@ impl Scheduler {
             let end = raw.iter().position(|&b| b == 0).unwrap_or(raw.len());
             String::from_utf8_lossy(&raw[..end]).into_owned()
         };
-        Ok(ExitInfo {
-            kind: i32::from_ne_bytes(bytes[0..4].try_into().unwrap()),
+        if bytes.len() < 1168 {
+            return Err(format!(
+                "the exit record has {} bytes, not 1168",
+                bytes.len()
+            ));
+        }
+        let kind = i32::from_ne_bytes(bytes[0..4].try_into().unwrap());
+        if kind == 0 {
+            return Ok(None);
+        }
+        Ok(Some(ExitInfo {
+            kind,
             exit_code: i64::from_ne_bytes(bytes[8..16].try_into().unwrap()),
             reason: text(16..144),
             msg: text(144..1168),
-        })
+        }))
     }
 }
 
