@@ -133,12 +133,12 @@ fn round_robin_inside_the_guest() {
     // 10 ms turns, each ending at its horizon.
     let even = round_robin(&sched, tids, [turn, turn], Duration::ZERO);
     println!("result: {even}");
-    // 15 ms and 5 ms turns whose horizons lie 1 s ahead: only the kicks
+    // 30 ms and 10 ms turns whose horizons lie 1 s ahead: only the kicks
     // end them, so the shares show that a kick takes effect at once.
     let uneven = round_robin(
         &sched,
         tids,
-        [Duration::from_millis(15), Duration::from_millis(5)],
+        [Duration::from_millis(30), Duration::from_millis(10)],
         Duration::from_secs(1),
     );
     println!("result: {uneven}");
