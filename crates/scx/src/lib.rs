@@ -26,24 +26,39 @@ mod loader;
 #[cfg(feature = "scx")]
 pub use loader::{Decision, Event, EventKind, ExitInfo, Scheduler};
 
-/// Whether this build can load the sched_ext scheduler: `Err` with the
-/// reason when it was built without the `scx` feature.
+/// Whether hsched can load its sched_ext scheduler here: `Err` with the
+/// reason when it was built without the `scx` feature, or when the running
+/// kernel has no sched_ext (no `/sys/kernel/sched_ext`). Loading may still
+/// fail for want of privileges (it needs root) or because another
+/// sched_ext scheduler is attached.
 pub fn available() -> Result<(), String> {
-    if cfg!(feature = "scx") {
-        Ok(())
-    } else {
-        Err(
+    if !cfg!(feature = "scx") {
+        return Err(
             "hsched was built without the `scx` feature (the sched_ext backend); \
-             rebuild with `--features scx`"
+                    rebuild with `--features scx`"
                 .into(),
-        )
+        );
     }
+    if !std::path::Path::new(SYSFS).is_dir() {
+        return Err(format!(
+            "this kernel has no sched_ext ({SYSFS} is missing; it needs CONFIG_SCHED_CLASS_EXT)"
+        ));
+    }
+    Ok(())
 }
+
+/// Where the kernel shows sched_ext's state.
+const SYSFS: &str = "/sys/kernel/sched_ext";
 
 #[cfg(test)]
 mod tests {
     #[test]
-    fn available_says_whether_the_feature_is_built() {
-        assert_eq!(super::available().is_ok(), cfg!(feature = "scx"));
+    fn available_needs_the_feature_and_a_sched_ext_kernel() {
+        let here = std::path::Path::new(super::SYSFS).is_dir();
+        match super::available() {
+            Ok(()) => assert!(cfg!(feature = "scx") && here),
+            Err(why) if !cfg!(feature = "scx") => assert!(why.contains("`scx` feature"), "{why}"),
+            Err(why) => assert!(!here && why.contains("no sched_ext"), "{why}"),
+        }
     }
 }

@@ -103,6 +103,7 @@ fn both_run(a: u32, b: u32) -> bool {
 #[ignore = "run inside the guest by two_hogs_share_cpu_0_as_user_space_decides"]
 fn round_robin_inside_the_guest() {
     assert_eq!(state(), "disabled", "before loading");
+    assert_eq!(hsched_scx::available(), Ok(()));
     // The loader keeps off the CPU it schedules.
     pin(0, 1);
     let sched = Scheduler::load().unwrap_or_else(|e| panic!("{e}"));
@@ -129,6 +130,7 @@ fn round_robin_inside_the_guest() {
         set_policy(tid, SCHED_EXT);
     }
     sched.kick(0).unwrap();
+    println!("hogs under the scheduler at {} ms", now_ns() / 1_000_000);
 
     // 10 ms turns, each ending at its horizon.
     let even = round_robin(&sched, tids, [turn, turn], Duration::ZERO);
@@ -183,6 +185,10 @@ struct Phase {
     decided_a: f64,
     /// The events of managed tasks: kind, task, time in ms.
     events: Vec<String>,
+    /// When the phase began, on CLOCK_MONOTONIC, in ms.
+    began_ms: u64,
+    /// The longest time between two decisions.
+    longest_gap: Duration,
 }
 
 impl std::fmt::Display for Phase {
@@ -190,7 +196,7 @@ impl std::fmt::Display for Phase {
         let total = self.used_ns[0] + self.used_ns[1];
         write!(
             f,
-            "turns={} wall_ms={} hog_a_ms={} hog_b_ms={} share_a={:.1} share_b={:.1} decided_a={:.1} cpu0_busy={:.1}% events={:?}",
+            "turns={} wall_ms={} hog_a_ms={} hog_b_ms={} share_a={:.1} share_b={:.1} decided_a={:.1} cpu0_busy={:.1}% began_ms={} longest_gap_ms={:.1} events={:?}",
             self.turns,
             self.wall.as_millis(),
             self.used_ns[0] / 1_000_000,
@@ -199,6 +205,8 @@ impl std::fmt::Display for Phase {
             100.0 - self.share_a,
             self.decided_a,
             total as f64 / self.wall.as_nanos() as f64 * 100.0,
+            self.began_ms,
+            self.longest_gap.as_secs_f64() * 1000.0,
             self.events
         )
     }
@@ -210,6 +218,8 @@ impl std::fmt::Display for Phase {
 fn round_robin(sched: &Scheduler, tids: [u32; 2], turns: [Duration; 2], beyond: Duration) -> Phase {
     let start_cpu = [cpu_ns(tids[0]), cpu_ns(tids[1])];
     let start = Instant::now();
+    let began_ms = now_ns() / 1_000_000;
+    let mut longest_gap = Duration::ZERO;
     let mut next = start;
     let mut count = 0u32;
     let mut events = Vec::new();
@@ -234,6 +244,7 @@ fn round_robin(sched: &Scheduler, tids: [u32; 2], turns: [Duration; 2], beyond: 
         let now = Instant::now();
         if let Some((previous, since)) = last.replace((who, now)) {
             decided[previous] += now - since;
+            longest_gap = longest_gap.max(now - since);
         }
         sched
             .set_decision(
@@ -264,6 +275,8 @@ fn round_robin(sched: &Scheduler, tids: [u32; 2], turns: [Duration; 2], beyond: 
         wall,
         used_ns,
         share_a: used_ns[0] as f64 / total as f64 * 100.0,
+        began_ms,
+        longest_gap,
         decided_a: decided[0].as_secs_f64() / (decided[0] + decided[1]).as_secs_f64() * 100.0,
         events,
     }

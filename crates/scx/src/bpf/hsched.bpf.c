@@ -213,6 +213,7 @@ void BPF_STRUCT_OPS(hsched_dispatch, s32 cpu, struct task_struct *prev)
 	struct decision *d = decision_of(cpu);
 	struct task_struct *p;
 	u64 now = bpf_ktime_get_ns();
+	u64 *since, enqueued_at;
 	u32 tid;
 
 	if (!d)
@@ -229,14 +230,25 @@ void BPF_STRUCT_OPS(hsched_dispatch, s32 cpu, struct task_struct *prev)
 		prev->scx.slice = d->until_ns - now;
 		return;
 	}
-	if (!bpf_map_lookup_elem(&queued, &tid))
+	since = bpf_map_lookup_elem(&queued, &tid);
+	if (!since)
 		return; /* not runnable, or not in custody */
+	enqueued_at = *since;
 	p = bpf_task_from_pid(tid);
 	if (!p)
 		return;
 	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
 		insert(p, SCX_DSQ_LOCAL, d->until_ns - now, 0);
-		bpf_map_delete_elem(&queued, &tid);
+		/*
+		 * Forget the custody this insert ends, not a newer one: a task
+		 * on another CPU's runqueue can be dequeued and enqueued again
+		 * meanwhile (the kernel then drops this insert), and its new
+		 * record must stay. The window left between this check and the
+		 * delete is a limitation of this first step.
+		 */
+		since = bpf_map_lookup_elem(&queued, &tid);
+		if (since && *since == enqueued_at)
+			bpf_map_delete_elem(&queued, &tid);
 	}
 	bpf_task_release(p);
 }
