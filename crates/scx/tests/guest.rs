@@ -83,11 +83,27 @@ fn set_policy(pid: u32, policy: i32) {
     );
 }
 
+/// A busy loop, once it spins: until its exec has finished (spawn returns
+/// before that), the task holds its exec lock, which reading its `/proc`
+/// files waits for; a loader that read them while the task waited in the
+/// scheduler's custody would wait for a task only it can run, until the
+/// kernel's watchdog ejected the scheduler (seen here as a "runnable task
+/// stall" 5 s after the hogs got SCHED_EXT).
 fn hog() -> Child {
-    Command::new("sh")
+    let child = Command::new("sh")
         .args(["-c", "while :; do :; done"])
         .spawn()
-        .unwrap()
+        .unwrap();
+    let start = Instant::now();
+    while cpu_ns(child.id()) < 20_000_000 {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "hog {} does not spin",
+            child.id()
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    child
 }
 
 /// Whether both tasks gain CPU time over half a second.
