@@ -183,6 +183,13 @@ impl Scheduler {
     /// `SCHED_EXT`; a task that is already queued in the default DSQ stays
     /// there until it runs once. Pairs with [`Scheduler::unmanage`]; a task
     /// that exits is forgotten by itself.
+    ///
+    /// The thread that writes the decisions must never wait for a managed
+    /// task that waits for a decision: such a wait ends only when the
+    /// kernel's watchdog ejects the scheduler. A task in the middle of an
+    /// exec is one (reading its `/proc` files waits for its exec lock, and
+    /// `Command::spawn` returns before the exec has finished); so is one
+    /// holding a lock or a pipe the decider needs.
     pub fn manage(&self, tid: u32) -> Result<(), String> {
         find_map(&self.object, "managed")?
             .update(&tid.to_ne_bytes(), &[1], MapFlags::ANY)
