@@ -149,17 +149,17 @@ fn round_robin_inside_the_guest() {
     println!("hogs under the scheduler at {} ms", now_ns() / 1_000_000);
 
     // 10 ms turns, each ending at its horizon.
-    let even = round_robin(&sched, tids, [turn, turn], Duration::ZERO);
-    println!("result: {even}");
+    let even = phase(|| round_robin(&sched, tids, [turn, turn], Duration::ZERO));
     // 30 ms and 10 ms turns whose horizons lie 1 s ahead: only the kicks
     // end them, so the shares show that a kick takes effect at once.
-    let uneven = round_robin(
-        &sched,
-        tids,
-        [Duration::from_millis(30), Duration::from_millis(10)],
-        Duration::from_secs(1),
-    );
-    println!("result: {uneven}");
+    let uneven = phase(|| {
+        round_robin(
+            &sched,
+            tids,
+            [Duration::from_millis(30), Duration::from_millis(10)],
+            Duration::from_secs(1),
+        )
+    });
 
     assert_eq!(sched.exit_info().unwrap(), None, "while loaded");
     let exit = sched.unload().unwrap();
@@ -225,6 +225,27 @@ impl std::fmt::Display for Phase {
             self.longest_gap.as_secs_f64() * 1000.0,
             self.events
         )
+    }
+}
+
+/// The longest pause of the deciding loop a phase may have: longer ones
+/// come from the emulator losing the host CPU (seen here up to 374 ms on a
+/// loaded host), and they land in whichever turn runs, which skews the
+/// shares by chance whatever the scheduler does.
+const STARVED: Duration = Duration::from_millis(60);
+
+/// Runs a phase up to three times, until one was not starved (see
+/// [`STARVED`]); prints each try and returns the last.
+fn phase(run: impl Fn() -> Phase) -> Phase {
+    let mut tries = 0;
+    loop {
+        let phase = run();
+        tries += 1;
+        let starved = phase.longest_gap > STARVED;
+        println!("result: {phase}{}", if starved { " (starved)" } else { "" });
+        if !starved || tries == 3 {
+            return phase;
+        }
     }
 }
 
