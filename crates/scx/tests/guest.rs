@@ -176,13 +176,11 @@ fn round_robin_inside_the_guest() {
     assert_eq!(after, "disabled", "after unloading");
     assert_eq!(exit.kind, 64, "{exit:?}");
     assert!(still_running, "a hog stopped after the unload");
-    assert!(
-        (45.0..=55.0).contains(&even.share_a),
-        "10 ms turns each: {even}"
-    );
-    // Turns last longer than asked when this loop wakes late under
-    // emulation (the short ones relatively more): compare the kernel's
-    // accounting with the turns as they were decided.
+    // Compared with the turns as they were decided, measured in the same
+    // run, not with the turns asked for: under emulation on a loaded host
+    // this loop wakes late (the emulator lost the host for up to 374 ms
+    // here), and the time lost lands in whichever turn runs, in both
+    // figures alike.
     for phase in [&even, &uneven] {
         assert!(
             (phase.share_a - phase.decided_a).abs() <= 5.0,
@@ -228,25 +226,11 @@ impl std::fmt::Display for Phase {
     }
 }
 
-/// The longest pause of the deciding loop a phase may have: longer ones
-/// come from the emulator losing the host CPU (seen here up to 374 ms on a
-/// loaded host), and they land in whichever turn runs, which skews the
-/// shares by chance whatever the scheduler does.
-const STARVED: Duration = Duration::from_millis(60);
-
-/// Runs a phase up to three times, until one was not starved (see
-/// [`STARVED`]); prints each try and returns the last.
+/// Runs a phase once and prints what it measured.
 fn phase(run: impl Fn() -> Phase) -> Phase {
-    let mut tries = 0;
-    loop {
-        let phase = run();
-        tries += 1;
-        let starved = phase.longest_gap > STARVED;
-        println!("result: {phase}{}", if starved { " (starved)" } else { "" });
-        if !starved || tries == 3 {
-            return phase;
-        }
-    }
+    let phase = run();
+    println!("result: {phase}");
+    phase
 }
 
 /// For 2 s, alternates CPU 0 between the two tasks, `turns[i]` for task
