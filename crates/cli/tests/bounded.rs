@@ -29,6 +29,33 @@ fn refused(out: &Output, needles: &[&str]) {
     assert!(!err.contains("panicked"), "{err}");
 }
 
+/// `hsched sim --json` of `scenario` (written to the scratch file
+/// `name`) to `horizon`, under `memory` of address space and `time`: its
+/// metrics, once it has succeeded.
+fn sim_json(
+    name: &str,
+    scenario: &str,
+    horizon: &str,
+    memory: u64,
+    time: Duration,
+) -> serde_json::Value {
+    let file = tmp(name);
+    std::fs::write(&file, scenario).unwrap();
+    let out = bounded(
+        &[
+            "sim",
+            file.to_str().unwrap(),
+            "--horizon",
+            horizon,
+            "--json",
+        ],
+        memory,
+        time,
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// One thread released every nanosecond, each job 1 ns of work.
 const EVERY_NANOSECOND: &str = r#"name = "ns"
 horizon = "1s"
@@ -45,19 +72,17 @@ program = [ { periodic = { period = "1ns", run = "1ns" } } ]
 
 #[test]
 fn a_run_of_ten_million_jobs_holds_a_bounded_number_of_records() {
-    let file = tmp("ns.toml");
-    std::fs::write(&file, EVERY_NANOSECOND).unwrap();
     // 10 million jobs: held one by one they needed about 850 MB (the
     // unbounded simulator ran out of this limit); with a million records
     // held it stays near 150 MB. Half the usual limit makes the
     // difference certain.
-    let out = bounded(
-        &["sim", file.to_str().unwrap(), "--horizon", "10ms", "--json"],
+    let json = sim_json(
+        "ns.toml",
+        EVERY_NANOSECOND,
+        "10ms",
         MEMORY / 2,
         Duration::from_secs(180),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["global"]["jobs"], 10_000_000);
     assert_eq!(json["threads"][0]["jobs"], 10_000_000);
     // The last one is unfinished at the horizon, as without the bound.
@@ -72,21 +97,19 @@ fn ten_million_releases_pending_at_the_end_hold_a_bounded_number_of_records() {
     // Starved by a hog ahead of it under `fifo`, the thread never finishes
     // its first job: every release after it is recorded at the end of the
     // run, unfinished (held one by one they needed about 870 MB).
-    let file = tmp("starved.toml");
     let starved = EVERY_NANOSECOND.replace(
         "[[thread]]\nname = \"tick\"",
         "[[thread]]\nname = \"hog\"\nparent = \"root\"\nprogram = [ { run = \"10s\" } ]\n\
          [[thread]]\nname = \"tick\"",
     );
     assert!(starved.contains("hog"));
-    std::fs::write(&file, starved).unwrap();
-    let out = bounded(
-        &["sim", file.to_str().unwrap(), "--horizon", "10ms", "--json"],
+    let json = sim_json(
+        "starved.toml",
+        &starved,
+        "10ms",
         MEMORY / 2,
         Duration::from_secs(180),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["global"]["jobs"], 10_000_000);
     // All but the last, released at 10ms - 1ns with its deadline at the
     // horizon, are missed.
@@ -164,29 +187,17 @@ fn jobs_past_the_bound_are_streamed_to_the_csv_and_counted_in_the_metrics() {
 
 #[test]
 fn wakeup_latencies_past_the_bound_are_counted_in_a_histogram() {
-    let file = tmp("wakeups.toml");
     // 200,000 wakeups of one thread: twice what it keeps one by one.
-    std::fs::write(
-        &file,
-        EVERY_NANOSECOND.replace(
+    let json = sim_json(
+        "wakeups.toml",
+        &EVERY_NANOSECOND.replace(
             r#"{ period = "1ns", run = "1ns" }"#,
             r#"{ period = "1us", run = "100ns" }"#,
         ),
-    )
-    .unwrap();
-    let out = bounded(
-        &[
-            "sim",
-            file.to_str().unwrap(),
-            "--horizon",
-            "200ms",
-            "--json",
-        ],
+        "200ms",
         MEMORY,
         Duration::from_secs(120),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // One wakeup per job: the thread sleeps between its jobs.
     assert_eq!(json["threads"][0]["wakeup_latency"]["count"], 200_000);
     let limits = json["limits"].to_string();
@@ -195,28 +206,16 @@ fn wakeup_latencies_past_the_bound_are_counted_in_a_histogram() {
 
 #[test]
 fn a_log_of_a_message_every_microsecond_keeps_its_first_entries() {
-    let file = tmp("chatty.toml");
-    std::fs::write(
-        &file,
-        EVERY_NANOSECOND.replace(
+    let json = sim_json(
+        "chatty.toml",
+        &EVERY_NANOSECOND.replace(
             r#"{ periodic = { period = "1ns", run = "1ns" } }"#,
             r#"{ loop = { body = [ { msg = { name = "ping" } }, { run = "1us" } ] } }"#,
         ),
-    )
-    .unwrap();
-    let out = bounded(
-        &[
-            "sim",
-            file.to_str().unwrap(),
-            "--horizon",
-            "200ms",
-            "--json",
-        ],
+        "200ms",
         MEMORY,
         Duration::from_secs(120),
     );
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let json: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["log"].as_array().unwrap().len(), 100_000);
     let limits = json["limits"].to_string();
     assert!(limits.contains("MAX_LOG_ENTRIES"), "{limits}");

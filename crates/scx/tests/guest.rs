@@ -9,30 +9,12 @@
 
 use hsched_scx::{Decision, Scheduler};
 use hsched_testkit::guest::{self, Guest};
-use hsched_testkit::{program, require};
+use hsched_testkit::require;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// `SCHED_EXT`, the policy of tasks a sched_ext scheduler runs.
 const SCHED_EXT: i32 = 7;
-
-/// Returns from the test, skipped (failed under CI), unless the kernel and
-/// the programs a guest needs are there.
-macro_rules! require_guest {
-    () => {
-        require!("the sched_ext kernel", guest::kernel());
-        require!(
-            "qemu-system-x86_64",
-            program("qemu-system-x86_64")
-                .map_err(|e| format!("{e} (Debian package qemu-system-x86)"))
-        );
-        require!(
-            "busybox",
-            program("busybox").map_err(|e| format!("{e} (Debian package busybox-static)"))
-        );
-        require!("cpio", program("cpio"));
-    };
-}
 
 fn state() -> String {
     std::fs::read_to_string("/sys/kernel/sched_ext/state")
@@ -339,7 +321,7 @@ fn loader_inside_the_guest_until_killed() {
 
 #[test]
 fn two_hogs_share_cpu_0_as_user_space_decides() {
-    require_guest!();
+    require!("the sched_ext guest", guest::requirements());
 
     let me = std::env::current_exe().unwrap();
     let out = Guest::new()
@@ -360,7 +342,7 @@ fn two_hogs_share_cpu_0_as_user_space_decides() {
 
 #[test]
 fn sigkill_of_the_loader_returns_every_task_to_the_fair_class() {
-    require_guest!();
+    require!("the sched_ext guest", guest::requirements());
 
     let me = std::env::current_exe().unwrap();
     let out = Guest::new()

@@ -74,6 +74,21 @@ pub fn kernel() -> Result<PathBuf, String> {
     }
 }
 
+/// Everything a guest needs on the host, for one [`crate::require!`]: the
+/// cached kernel, and qemu, busybox and cpio, each missing one named with
+/// its Debian package.
+pub fn requirements() -> Result<(), String> {
+    kernel()?;
+    for (program, package) in [
+        ("qemu-system-x86_64", "qemu-system-x86"),
+        ("busybox", "busybox-static"),
+        ("cpio", "cpio"),
+    ] {
+        crate::program(program).map_err(|e| format!("{e} (Debian package {package})"))?;
+    }
+    Ok(())
+}
+
 /// What a script run in the guest left.
 #[derive(Debug, Clone)]
 pub struct GuestOutput {

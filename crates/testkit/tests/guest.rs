@@ -4,26 +4,8 @@
 //! inside with the libraries `ldd` found for it.
 
 use hsched_testkit::guest::{self, Guest, KERNEL_VERSION};
-use hsched_testkit::{program, require};
+use hsched_testkit::require;
 use std::time::Duration;
-
-/// Returns from the test, skipped (failed under CI), unless the kernel and
-/// the programs a guest needs are there.
-macro_rules! require_guest {
-    () => {
-        require!("the sched_ext kernel", guest::kernel());
-        require!(
-            "qemu-system-x86_64",
-            program("qemu-system-x86_64")
-                .map_err(|e| format!("{e} (Debian package qemu-system-x86)"))
-        );
-        require!(
-            "busybox",
-            program("busybox").map_err(|e| format!("{e} (Debian package busybox-static)"))
-        );
-        require!("cpio", program("cpio"));
-    };
-}
 
 /// What this binary prints when the guest's script runs it (ignored on
 /// the host, where it has nothing to show).
@@ -36,7 +18,7 @@ fn probe_inside_the_guest() {
 
 #[test]
 fn a_script_runs_in_the_sched_ext_guest_with_a_host_binary() {
-    require_guest!();
+    require!("the sched_ext guest", guest::requirements());
 
     let me = std::env::current_exe().unwrap();
     let out = Guest::new()
@@ -70,7 +52,7 @@ fn a_script_runs_in_the_sched_ext_guest_with_a_host_binary() {
 
 #[test]
 fn a_guest_past_its_timeout_is_killed_and_says_so() {
-    require_guest!();
+    require!("the sched_ext guest", guest::requirements());
 
     let err = Guest::new()
         .script("sleep 600")
