@@ -38,7 +38,14 @@ fn main() {
 
     let clang = clang();
     let output = Command::new(&clang)
-        .args(["-target", "bpf", "-O2", "-g", "-D__TARGET_ARCH_x86"])
+        .args([
+            "-target",
+            "bpf",
+            "-mcpu=v3",
+            "-O2",
+            "-g",
+            "-D__TARGET_ARCH_x86",
+        ])
         // vmlinux.h from bpftool declares some types it never defines.
         .arg("-Wno-missing-declarations")
         .arg("-I")

@@ -90,6 +90,10 @@ enum Cmd {
         /// against plain Linux, side by side; needs root).
         #[arg(long)]
         live: bool,
+        /// With --live: what schedules the real threads (as `hsched live
+        /// --backend`).
+        #[arg(long, value_enum, requires = "live")]
+        backend: Option<BackendArg>,
     },
     /// Measure simulator throughput and decision cost per hierarchy level.
     Bench {
@@ -192,6 +196,19 @@ struct LiveArgs {
     /// ending them with everything they started.
     #[arg(long)]
     keep_commands: bool,
+    /// What schedules the real threads. By default `scx` where this hsched
+    /// and the kernel offer it, else `agent` (and always `agent` with
+    /// `--park hard` or `--speculate`, which are its own); the summary's
+    /// platform says which ran: `live-scx` or `live`.
+    #[arg(long, value_enum)]
+    backend: Option<BackendArg>,
+    /// With the sched_ext backend: only the scenario's threads (and what
+    /// they start) are under hsched, and Linux's fair class runs before
+    /// them. By default the whole machine is: every SCHED_NORMAL task, those
+    /// the scenario does not name as one thread, `(others)`, of its default
+    /// scheduler.
+    #[arg(long)]
+    partial: bool,
 }
 
 /// What a run writes besides its summary (`sim` and `live` alike).
@@ -240,6 +257,24 @@ fn parse_attach(text: &str) -> Result<(String, i32), String> {
         .filter(|&p| p > 0)
         .ok_or_else(|| format!("`{text}`: `{pid}` is not a process id"))?;
     Ok((name.trim().to_string(), pid))
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum BackendArg {
+    /// hsched's sched_ext scheduler: the kernel runs what the hierarchy
+    /// decides (a kernel with sched_ext; hsched built with `--features scx`).
+    Scx,
+    /// The user-space agent: priorities and parking, on any Linux.
+    Agent,
+}
+
+impl From<BackendArg> for hsched_live::run::Backend {
+    fn from(b: BackendArg) -> Self {
+        match b {
+            BackendArg::Scx => hsched_live::run::Backend::Scx,
+            BackendArg::Agent => hsched_live::run::Backend::Agent,
+        }
+    }
 }
 
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -388,7 +423,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
             list,
             all,
             live,
-        } => repro::command(name.as_deref(), list, all, live),
+            backend,
+        } => repro::command(name.as_deref(), list, all, live, backend.map(Into::into)),
         Cmd::Bench {
             quick,
             simso: true,
@@ -695,6 +731,16 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             "--speculate runs a thread before the hierarchy has decided on it; --park hard promises a parked thread gets nothing: choose one".into(),
         ));
     }
+    let agent_only = args.speculate || args.park == Parking::Hard;
+    if agent_only && args.backend == Some(BackendArg::Scx) {
+        return Err(CliError::Input(
+            "--park hard and --speculate are the user-space agent's (`--backend agent`): under sched_ext the kernel holds a thread back itself".into(),
+        ));
+    }
+    let (backend, not_scx) = match agent_only {
+        true => (hsched_live::run::Backend::Agent, None),
+        false => hsched_live::run::Backend::pick(args.backend.map(Into::into)),
+    };
     let (scn, plugins, analysis) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
     let exe = std::env::current_exe().map_err(|e| {
         CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
@@ -704,7 +750,17 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     let signal_error = |e| CliError::Failed(format!("handling SIGINT and SIGTERM: {e}"));
     let signals = hsched_live::signals::StopSignals::install().map_err(signal_error)?;
     let stop = signals.handle().map_err(signal_error)?;
+    if args.partial && backend != hsched_live::run::Backend::Scx {
+        return Err(CliError::Input(match not_scx {
+            Some(why) => format!(
+                "--partial is a mode of the sched_ext backend, which is not available: {why}"
+            ),
+            None => "--partial is a mode of the sched_ext backend (`--backend scx`)".into(),
+        }));
+    }
     let opts = hsched_live::run::LiveOptions {
+        backend,
+        partial: args.partial,
         guardian: vec![exe.clone().into_os_string(), "__guardian".into()],
         worker: vec![exe.into_os_string(), "__worker".into()],
         horizon: args.horizon,
@@ -727,6 +783,16 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         interrupted,
     } = hsched_live::run::run_to_outcome(&scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
+    if let Some(why) = not_scx {
+        result.log.insert(
+            0,
+            hsched_model::LogEntry {
+                at: hsched_core::Instant::ZERO,
+                kind: hsched_model::LogKind::Platform,
+                text: format!("backend: the user-space agent (sched_ext not used: {why})"),
+            },
+        );
+    }
     label_guarantees(&scn, &analysis, &mut result);
     let source = RunSource {
         file: &args.file,
@@ -783,7 +849,8 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     );
     match why {
         hsched_live::agent::Interrupted::Signal(sig) => Err(CliError::Stopped(message, 128 + sig)),
-        hsched_live::agent::Interrupted::GuardianGone(_) => Err(CliError::Failed(message)),
+        hsched_live::agent::Interrupted::GuardianGone(_)
+        | hsched_live::agent::Interrupted::Ejected(_) => Err(CliError::Failed(message)),
     }
 }
 

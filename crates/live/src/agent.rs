@@ -31,6 +31,15 @@
 //! The agent waits for the kernel's events and for its next deadline
 //! together (a CLOCK_MONOTONIC timerfd, timer slack 1 ns).
 //!
+//! On a kernel with sched_ext, [`Agent::new_scx`] makes the agent drive
+//! hsched's BPF scheduler ([`hsched_scx`]) instead: the same dispatcher
+//! and policies, but the kernel enforces each decision (a managed thread
+//! runs only where and until user space decided: see [`Scx`]), the
+//! events come from the BPF ring buffer instead of ftrace, and no guardian
+//! is needed: if the agent dies, the kernel unloads the scheduler and
+//! every thread goes back to the fair class. Nothing above is done to the
+//! threads there but giving them the `SCHED_EXT` policy.
+//!
 //! With [`Agent::listen`], it answers control requests ([`crate::control`])
 //! between events: messages to schedulers and changes of the hierarchy.
 //!
@@ -115,6 +124,9 @@ pub enum Interrupted {
     Signal(i32),
     /// The guardian ended (killed, say); what happened to it.
     GuardianGone(String),
+    /// The kernel ejected the sched_ext scheduler (its watchdog, say): its
+    /// reason and message. The threads run on under the fair class.
+    Ejected(String),
 }
 
 impl std::fmt::Display for Interrupted {
@@ -122,9 +134,16 @@ impl std::fmt::Display for Interrupted {
         match self {
             Interrupted::Signal(sig) => write!(f, "stopped by {}", crate::signals::name(*sig)),
             Interrupted::GuardianGone(how) => write!(f, "the guardian ended ({how})"),
+            Interrupted::Ejected(why) => {
+                write!(f, "the kernel ejected the sched_ext scheduler: {why}")
+            }
         }
     }
 }
+
+/// The name of the thread that stands for the tasks nobody manages
+/// ([`Agent::delegate_others`]).
+pub const OTHERS: &str = "(others)";
 
 /// A thread to manage: its kernel id, a name, its attachment parameters.
 #[derive(Clone, Debug)]
@@ -183,7 +202,62 @@ struct LivePlatform {
     /// give the CPU.
     armed_wakeups: u64,
     mispredicted: u64,
+    /// The sched_ext backend, when it is the one: the decisions go to the
+    /// BPF scheduler instead of the calls above.
+    scx: Option<Scx>,
+    /// Whole-machine mode under sched_ext: the thread that stands for the
+    /// tasks nobody manages (see [`Agent::delegate_others`]).
+    others: Option<ThreadId>,
 }
+
+/// The sched_ext backend's side of the platform: the loaded BPF scheduler
+/// and the decisions written to it.
+///
+/// A decision names, per CPU, the managed thread the hierarchy gave it and
+/// a horizon: the dispatcher's next deadline, when it will decide again
+/// (or [`OPEN_HORIZON`] ahead when it has none). The kernel stops the
+/// thread there whatever the agent does: if the agent is late, the CPU
+/// runs nothing of the hierarchy's until it decides, as a reservation's
+/// enforcement wants. A CPU the hierarchy leaves idle runs the default
+/// DSQ (the scheduler's tasks nobody manages). Decisions are written once
+/// per turn of the agent's loop ([`LivePlatform::flush`]), after
+/// everything the turn decided, so a thread given and taken in one turn
+/// costs no write.
+struct Scx {
+    sched: hsched_scx::Scheduler,
+    /// By CPU, the decision as last written.
+    written: Vec<Option<hsched_scx::Decision>>,
+    /// By dispatcher thread id: given the `SCHED_EXT` policy already.
+    entered: Vec<bool>,
+}
+
+/// The kernel's watchdog timeout for the sched_ext scheduler under a
+/// dispatcher whose watchdog is `watchdog`: a second longer, so that a
+/// policy starving a thread is ejected by the dispatcher first (its
+/// threads handed back, the rest of the hierarchy running on), and the
+/// kernel's watchdog only catches what the dispatcher cannot, an agent
+/// that stopped deciding; without a dispatcher watchdog, the kernel's
+/// longest ([`hsched_scx::MAX_TIMEOUT`], 30 s), also the cap.
+pub fn kernel_watchdog(watchdog: Option<hsched_core::Duration>) -> Duration {
+    watchdog
+        .map(|w| Duration::from_nanos(w.as_nanos()) + Duration::from_secs(1))
+        .unwrap_or(hsched_scx::MAX_TIMEOUT)
+        .min(hsched_scx::MAX_TIMEOUT)
+}
+
+/// How far ahead a decision's horizon lies when the dispatcher has no
+/// deadline: the agent's loop turns at least every [`HEARTBEAT_EVERY`] and
+/// writes it afresh, so a running thread never meets it.
+const OPEN_HORIZON: Duration = Duration::from_secs(1);
+
+/// The policy a managed thread gets on the sched_ext backend: `SCHED_EXT`,
+/// inherited by what it forks (no reset on fork), so that a thread it
+/// creates is under the scheduler from its start.
+const EXT_ATTR: SchedAttr = SchedAttr {
+    policy: hsched_scx::SCHED_EXT,
+    flags: 0,
+    ..RUN_ATTR
+};
 
 /// A managed thread's CPU affinity: one real CPU, or all the managed ones.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -200,6 +274,21 @@ impl LivePlatform {
     /// away, in which it shows as running.
     fn park(&mut self, t: ThreadId) {
         let tid = self.tids[t.index()];
+        if self.others == Some(t) {
+            return; // no task of its own (tid 0 would be the agent)
+        }
+        if let Some(scx) = &mut self.scx {
+            // Under sched_ext a thread off its CPU waits in the
+            // scheduler's custody: it needs only to be there.
+            if scx.entered.len() <= t.index() {
+                scx.entered.resize(t.index() + 1, false);
+            }
+            if !std::mem::replace(&mut scx.entered[t.index()], true) {
+                let r = sys::set_attr(tid, &EXT_ATTR);
+                self.note(tid, r);
+            }
+            return;
+        }
         let r = if self.hard {
             self.stop_process(self.pids[t.index()])
         } else {
@@ -223,6 +312,12 @@ impl LivePlatform {
     fn run(&mut self, t: ThreadId, cpu: usize, now: Instant) {
         let tid = self.tids[t.index()];
         let fresh = std::mem::take(&mut self.fresh[t.index()]);
+        if self.scx.is_some() || self.others == Some(t) {
+            // The decision is written at the end of the turn (flush).
+            let r = self.release(t);
+            self.note(tid, r);
+            return;
+        }
         self.woke_to_cpu[t.index()] = self.waking == Some(t);
         let attr = if fresh && self.wake_left(cpu, now) {
             self.woken[cpu] = Some((t, now));
@@ -373,6 +468,101 @@ impl LivePlatform {
         Ok(())
     }
 
+    /// Writes each CPU's decision where it changed, with horizon `until`
+    /// (CLOCK_MONOTONIC ns), and kicks the CPUs that must act on it now:
+    /// those given another thread, or the same one with an earlier horizon,
+    /// or whose earlier horizon has passed at `now` (the kernel may have
+    /// stopped the thread there). A later horizon for the thread running
+    /// needs no kick: the kernel reads it when the slice ends.
+    fn flush(&mut self, now: u64, until: u64) {
+        use hsched_scx::Decision;
+        let Some(scx) = &mut self.scx else {
+            return;
+        };
+        for c in 0..self.on_cpu.len() {
+            let decision = match self.on_cpu[c] {
+                Some(t) if Some(t) == self.others => Decision::RunDefault,
+                Some(t) => Decision::RunTask {
+                    tid: self.tids[t.index()] as u32,
+                    until_ns: until,
+                },
+                None => Decision::RunDefault,
+            };
+            let old = scx.written[c];
+            if old == Some(decision) {
+                continue;
+            }
+            let kick = match (old, decision) {
+                (
+                    Some(Decision::RunTask {
+                        tid: a,
+                        until_ns: before,
+                    }),
+                    Decision::RunTask { tid: b, until_ns },
+                ) if a == b => until_ns < before || now >= before,
+                _ => true,
+            };
+            let cpu = self.cpus[c] as u32;
+            let mut r = scx.sched.set_decision(cpu, decision);
+            if r.is_ok() && kick {
+                r = scx.sched.kick(cpu);
+            }
+            scx.written[c] = Some(decision);
+            self.changes += 1;
+            if let Err(e) = r {
+                self.errors.push(format!("CPU {cpu}: {e}"));
+            }
+        }
+    }
+
+    /// Gives managed thread `t` back to Linux as `original` describes it
+    /// (see [`LivePlatform::restore`]), its process continued and its gate
+    /// opened.
+    fn give_back(&mut self, t: ThreadId, original: &Original) -> io::Result<()> {
+        self.restore(original)?;
+        self.continue_process(self.pids[t.index()])?;
+        self.release(t)
+    }
+
+    /// Puts a managed thread's policy and affinity back as `original`
+    /// has them. Under sched_ext only the policy was changed, and the
+    /// scheduler first forgets the thread: the change of policy takes it
+    /// out of custody (a dequeue), and in whole-machine mode, where its
+    /// old policy is still the scheduler's, puts it back as a task nobody
+    /// manages, into the default DSQ.
+    fn restore(&mut self, original: &Original) -> io::Result<()> {
+        if let Some(scx) = &self.scx {
+            scx.sched
+                .unmanage(original.tid as u32)
+                .map_err(io::Error::other)?;
+            return sys::set_attr(original.tid, &original.attr());
+        }
+        sys::set_attr(original.tid, &original.attr())?;
+        sys::set_affinity(original.tid, &original.cpus)
+    }
+
+    /// Under sched_ext, at the end: every managed CPU runs the default DSQ
+    /// from now on, so that nothing waits for a decision while the
+    /// threads are given back and the scheduler unloads (a thread killed
+    /// at the horizon, say, must run to exit).
+    fn hand_cpus_to_default(&mut self) -> Vec<String> {
+        let Some(scx) = &mut self.scx else {
+            return Vec::new();
+        };
+        let mut failures = Vec::new();
+        for (c, &cpu) in self.cpus.iter().enumerate() {
+            let r = scx
+                .sched
+                .set_decision(cpu as u32, hsched_scx::Decision::RunDefault)
+                .and_then(|()| scx.sched.kick(cpu as u32));
+            scx.written[c] = Some(hsched_scx::Decision::RunDefault);
+            if let Err(e) = r {
+                failures.push(format!("CPU {cpu}: {e}"));
+            }
+        }
+        failures
+    }
+
     fn note(&mut self, tid: i32, r: io::Result<()>) {
         self.changes += 1;
         if let Err(e) = r {
@@ -405,10 +595,14 @@ impl Platform for LivePlatform {
 pub struct Agent {
     disp: Dispatcher,
     platform: LivePlatform,
-    events: SchedEvents,
+    /// The kernel's events from ftrace (`None` under sched_ext: the BPF
+    /// scheduler's ring buffer has them).
+    events: Option<SchedEvents>,
     /// Wakes the agent at the dispatcher's next deadline.
     timer: sys::Timer,
-    guardian: Guardian,
+    /// The guardian (`None` under sched_ext: the kernel unloads the
+    /// scheduler if the agent dies).
+    guardian: Option<Guardian>,
     /// What each thread was before the agent took it.
     originals: Vec<Original>,
     by_tid: HashMap<i32, ThreadId>,
@@ -531,6 +725,66 @@ impl Agent {
         // Opened before any thread is managed (it takes milliseconds), so
         // that the clock starts after it.
         let events = SchedEvents::open(&[]).map_err(|e| format!("kernel events: {e}"))?;
+        let mut agent = Agent::assemble(cpus, watchdog, all_cpus, None)?;
+        agent.events = Some(events);
+        agent.guardian = Some(guardian);
+        agent.guardian_exit = guardian_exit;
+        Ok(agent)
+    }
+
+    /// An agent on the real CPUs `cpus` that drives hsched's sched_ext
+    /// scheduler ([`hsched_scx`]), which it loads: the kernel must have
+    /// sched_ext and none loaded, hsched the `scx` feature, and the caller
+    /// root. `watchdog` as for [`Agent::new`]; the kernel's own watchdog
+    /// ejects the whole scheduler if a task waits unrun for
+    /// [`kernel_watchdog`] (see [`Interrupted::Ejected`]).
+    /// `whole_machine`: every `SCHED_NORMAL` task is under the scheduler,
+    /// the ones nobody names as one thread of the default scheduler
+    /// ([`Agent::delegate_others`], to be called once the hierarchy is
+    /// built); otherwise only the threads managed (partial mode).
+    ///
+    /// No guardian: if the agent dies, the kernel unloads the scheduler
+    /// and the threads run on under the fair class. The agent raises
+    /// itself to `SCHED_FIFO` [`AGENT_PRIORITY`] (its decisions come
+    /// before the threads it schedules, as in-kernel scheduling would),
+    /// on `home` if given, else wherever Linux places it.
+    pub fn new_scx(
+        cpus: &[usize],
+        home: Option<usize>,
+        watchdog: Option<hsched_core::Duration>,
+        whole_machine: bool,
+    ) -> Result<Agent, String> {
+        let sched = hsched_scx::Scheduler::load_with(&hsched_scx::Options {
+            whole_machine,
+            timeout: kernel_watchdog(watchdog),
+        })?;
+        let _ = sys::lock_memory();
+        let all_cpus = sys::get_affinity(0).map_err(|e| format!("the agent's CPUs: {e}"))?;
+        if let Some(home) = home {
+            sys::set_affinity(0, &[home])
+                .map_err(|e| format!("pinning the agent to CPU {home}: {e}"))?;
+        }
+        let agent = SchedAttr {
+            flags: sys::SCHED_FLAG_RESET_ON_FORK,
+            ..SchedAttr::fifo(AGENT_PRIORITY)
+        };
+        sys::set_attr(0, &agent)
+            .map_err(|e| format!("raising the agent to SCHED_FIFO {AGENT_PRIORITY}: {e}"))?;
+        let scx = Scx {
+            sched,
+            written: vec![None; cpus.len()],
+            entered: Vec::new(),
+        };
+        Agent::assemble(cpus, watchdog, all_cpus, Some(scx))
+    }
+
+    /// The parts both backends share; the caller adds its own.
+    fn assemble(
+        cpus: &[usize],
+        watchdog: Option<hsched_core::Duration>,
+        all_cpus: Vec<usize>,
+        scx: Option<Scx>,
+    ) -> Result<Agent, String> {
         // Deadlines to the nanosecond: no timer slack.
         sys::set_timer_slack(1).map_err(|e| format!("setting the timer slack: {e}"))?;
         let timer = sys::Timer::new().map_err(|e| format!("a timerfd: {e}"))?;
@@ -563,10 +817,12 @@ impl Agent {
                 armed_wakeups: 0,
                 mispredicted: 0,
                 wake_spent: vec![(0, hsched_core::Duration::ZERO); cpus.len()],
+                scx,
+                others: None,
             },
-            events,
+            events: None,
             timer,
-            guardian,
+            guardian: None,
             originals: Vec::new(),
             by_tid: HashMap::new(),
             watched: Default::default(),
@@ -590,7 +846,7 @@ impl Agent {
             held: Vec::new(),
             plugins: Vec::new(),
             autogroup: None,
-            guardian_exit,
+            guardian_exit: None,
             stop_request: None,
             interrupted: None,
             plugin_load: None,
@@ -613,8 +869,7 @@ impl Agent {
         if was != Some(true) {
             return Ok(false);
         }
-        self.guardian
-            .send(&Line::Autogroup(true))
+        self.tell(&Line::Autogroup(true))
             .map_err(|e| format!("telling the guardian: {e}"))?;
         self.autogroup = Some(true);
         sys::set_autogroup(false).map_err(|e| format!("turning autogroup off: {e}"))?;
@@ -639,6 +894,49 @@ impl Agent {
         params: &Params,
     ) -> Result<ThreadId, String> {
         self.manage_as(tid, name, parent, params, false)
+    }
+
+    /// Whole-machine mode under sched_ext: adds the thread that stands for
+    /// every task nobody manages (`(others)`, under the default scheduler,
+    /// with no parameters). It is ready while such tasks wait to run (the
+    /// BPF scheduler says when), and a CPU the hierarchy gives it runs
+    /// them, first come first served with 5 ms slices. So they get the
+    /// time the hierarchy grants them, as HLS's whole-machine hierarchy
+    /// and Vassal's delegation have it, and none beyond (the CPUs outside
+    /// the scenario run them all the time). Once, after the hierarchy is
+    /// built and before any thread is managed.
+    pub fn delegate_others(&mut self) -> Result<ThreadId, String> {
+        let sched = self.disp.default_sched().ok_or(
+            "whole-machine mode: the hierarchy has no default scheduler for the tasks nobody names",
+        )?;
+        let (t, admitted) = self.disp.add_thread(OTHERS, sched, &Params::new());
+        admitted.map_err(|e| {
+            format!("whole-machine mode: the default scheduler refuses the tasks nobody names ({e}); use --partial")
+        })?;
+        // A thread with no kernel task: id 0, which nothing managed has
+        // (and which the give-backs skip).
+        self.originals.push(Original {
+            tid: 0,
+            tgid: 0,
+            policy: sys::SCHED_OTHER,
+            priority: 0,
+            nice: 0,
+            flags: 0,
+            cpus: Vec::new(),
+        });
+        self.platform.tids.push(0);
+        self.platform.pids.push(0);
+        self.platform.fresh.push(false);
+        self.platform.at_gate.push(None);
+        self.platform.woke_to_cpu.push(false);
+        self.platform.armed.push(false);
+        self.family.push(t);
+        self.params.push(Params::new());
+        self.exits.push(None);
+        self.released.push(false);
+        self.held.push(false);
+        self.platform.others = Some(t);
+        Ok(t)
     }
 
     /// [`Agent::manage`] for a command held at a gate
@@ -711,8 +1009,7 @@ impl Agent {
         family: Option<ThreadId>,
         ready: bool,
     ) -> Result<ThreadId, String> {
-        self.guardian
-            .send(&Line::Manage(original.clone()))
+        self.tell(&Line::Manage(original.clone()))
             .map_err(|e| format!("telling the guardian: {e}"))?;
         self.originals.push(original);
         let (t, admitted) = self.disp.add_thread(name, sched, params);
@@ -862,9 +1159,19 @@ impl Agent {
         if beating {
             self.beat_now();
         }
-        self.events
-            .watch(&new)
-            .map_err(|e| format!("kernel events: {e}"))?;
+        match (&mut self.events, &self.platform.scx) {
+            (Some(events), _) => events
+                .watch(&new)
+                .map_err(|e| format!("kernel events: {e}"))?,
+            // Its custody and events from its next wakeup on; what it
+            // forks from now on is managed by the scheduler itself.
+            (None, Some(scx)) => {
+                for &tid in &new {
+                    scx.sched.manage(tid as u32)?;
+                }
+            }
+            (None, None) => unreachable!("an agent has ftrace or sched_ext"),
+        }
         if beating {
             self.beat_now();
         }
@@ -877,7 +1184,7 @@ impl Agent {
     fn beat_now(&mut self) {
         self.beating = true;
         self.last_beat = std::time::Instant::now();
-        if let Err(e) = self.guardian.send(&Line::Beat) {
+        if let Err(e) = self.tell(&Line::Beat) {
             self.guardian_gone(format!("writing to it: {e}"));
         }
     }
@@ -888,9 +1195,7 @@ impl Agent {
     /// other switches.
     fn take_events(&mut self, seen: &mut Vec<SchedEvent>) -> Result<(), String> {
         seen.clear();
-        self.events
-            .drain(seen)
-            .map_err(|e| format!("reading kernel events: {e}"))?;
+        self.drain(seen)?;
         for e in seen.iter() {
             self.now = self.clock(e.time_ns());
             match *e {
@@ -928,6 +1233,14 @@ impl Agent {
                     self.watched.remove(&tid);
                     self.exited(tid);
                 }
+                SchedEvent::Others { ready, .. } => {
+                    if let Some(t) = self.platform.others {
+                        match ready {
+                            true => self.disp.thread_ready(&mut self.platform, self.now, t),
+                            false => self.disp.thread_block(&mut self.platform, self.now, t),
+                        }
+                    }
+                }
                 SchedEvent::Switch { .. } => {}
             }
         }
@@ -938,6 +1251,66 @@ impl Agent {
         Ok(())
     }
 
+    /// The kernel's events that are ready, in time order: from ftrace, or
+    /// from the sched_ext scheduler's ring buffer, where a switch comes as
+    /// two events (a thread stopping, one running) and is recorded as two
+    /// switches, each with an idle side.
+    fn drain(&mut self, out: &mut Vec<SchedEvent>) -> Result<(), String> {
+        use hsched_scx::EventKind;
+        if let Some(events) = &mut self.events {
+            return events
+                .drain(out)
+                .map_err(|e| format!("reading kernel events: {e}"));
+        }
+        let Some(scx) = &self.platform.scx else {
+            return Ok(());
+        };
+        for e in scx.sched.take_events()? {
+            let (tid, cpu, time_ns) = (e.tid as i32, e.cpu, e.time_ns);
+            out.push(match e.kind {
+                EventKind::Runnable => SchedEvent::Wakeup { time_ns, cpu, tid },
+                EventKind::Stopping { runnable } => SchedEvent::Switch {
+                    time_ns,
+                    cpu,
+                    prev: tid,
+                    prev_blocked: !runnable,
+                    next: 0,
+                },
+                EventKind::Running => SchedEvent::Switch {
+                    time_ns,
+                    cpu,
+                    prev: 0,
+                    prev_blocked: false,
+                    next: tid,
+                },
+                EventKind::Fork { parent } => SchedEvent::Fork {
+                    time_ns,
+                    parent: parent as i32,
+                    child: tid,
+                },
+                EventKind::Exit => SchedEvent::Exit { time_ns, tid },
+                EventKind::Others { ready } => SchedEvent::Others { time_ns, ready },
+                // Its stopping event (not runnable) said so already.
+                EventKind::Quiescent => continue,
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether the kernel has ejected the sched_ext scheduler: noted, so
+    /// that the run stops.
+    fn check_ejected(&mut self) {
+        let Some(scx) = &self.platform.scx else {
+            return;
+        };
+        let why = match scx.sched.exit_info() {
+            Ok(None) => return,
+            Ok(Some(exit)) => exit.to_string(),
+            Err(e) => format!("its exit record is unreadable: {e}"),
+        };
+        self.interrupted.get_or_insert(Interrupted::Ejected(why));
+    }
+
     /// Reads the switches that are not blocks and records them, with the
     /// events the dispatcher has had since the last time, for the
     /// figures. Not on every wakeup: the agent shares its CPU with the
@@ -946,9 +1319,11 @@ impl Agent {
         self.switches_read = std::time::Instant::now();
         let mut all = std::mem::take(&mut self.unobserved);
         let decided = all.len();
-        self.events
-            .drain_switches(&mut all)
-            .map_err(|e| format!("reading kernel events: {e}"))?;
+        if let Some(events) = &mut self.events {
+            events
+                .drain_switches(&mut all)
+                .map_err(|e| format!("reading kernel events: {e}"))?;
+        }
         if decided > 0 && decided < all.len() {
             all.sort_by_key(|e| e.time_ns());
         }
@@ -969,7 +1344,7 @@ impl Agent {
             self.exits[t.index()] = Some(self.now);
             if !self.released[t.index()] {
                 self.disp.thread_exit(&mut self.platform, self.now, t);
-                let _ = self.guardian.send(&Line::Release(tid));
+                let _ = self.tell(&Line::Release(tid));
             }
         }
     }
@@ -989,17 +1364,24 @@ impl Agent {
             }
             self.released[i] = true;
             self.disp.thread_exit(&mut self.platform, self.now, t);
-            let original = &self.originals[i];
+            if self.platform.others == Some(t) {
+                // The tasks nobody names: the CPUs outside the scenario
+                // still run them.
+                self.log.push(LogEntry {
+                    at: self.now,
+                    kind: LogKind::Moved,
+                    text: format!("`{OTHERS}` no longer given time by the hierarchy: its scheduler was ejected"),
+                });
+                continue;
+            }
+            let original = self.originals[i].clone();
             // Its policy first: a stopped process never continues at a
             // priority it should not have.
-            let back = sys::set_attr(original.tid, &original.attr())
-                .and_then(|()| sys::set_affinity(original.tid, &original.cpus))
-                .and_then(|()| self.platform.continue_process(self.platform.pids[i]))
-                .and_then(|()| self.platform.release(t));
+            let back = self.platform.give_back(t, &original);
             let name = self.disp.thread_name(t).to_string();
             let (kind, text) = match back {
                 Ok(()) => {
-                    let _ = self.guardian.send(&Line::Release(original.tid));
+                    let _ = self.tell(&Line::Release(original.tid));
                     (
                         LogKind::Moved,
                         format!("thread `{name}` handed back to Linux: its scheduler was ejected"),
@@ -1044,8 +1426,11 @@ impl Agent {
     /// at all. For single-threaded processes: stopping one stops all its
     /// threads.
     pub fn park_hard(&mut self) -> Result<(), String> {
+        let guardian = self.guardian.as_ref().ok_or(
+            "hard parking is the user-space agent's; sched_ext holds a thread back itself",
+        )?;
         self.platform.to_guardian = Some(
-            self.guardian
+            guardian
                 .writer()
                 .map_err(|e| format!("a handle on the guardian's pipe: {e}"))?,
         );
@@ -1087,6 +1472,14 @@ impl Agent {
         self.interrupted.as_ref()
     }
 
+    /// Tells the guardian `line`, if there is one.
+    fn tell(&mut self, line: &Line) -> io::Result<()> {
+        match &mut self.guardian {
+            Some(g) => g.send(line),
+            None => Ok(()),
+        }
+    }
+
     /// The guardian is gone: noted, so that the run stops and
     /// [`Agent::stop`] gives the threads back without it.
     fn guardian_gone(&mut self, how: String) {
@@ -1111,6 +1504,7 @@ impl Agent {
             }
             let until = self.disp.next_deadline().unwrap_or(end).min(end);
             let wake_at = self.platform.next_lowering().unwrap_or(end).min(until);
+            self.flush();
             self.timer
                 .arm_at(self.start_ns + wake_at.0)
                 .map_err(|e| format!("arming the timer: {e}"))?;
@@ -1118,8 +1512,13 @@ impl Agent {
             // request (the last two may be missing: -1, which poll skips),
             // then the control socket's.
             fds.clear();
+            let events_fd = match (&self.events, &self.platform.scx) {
+                (Some(events), _) => events.fd(),
+                (None, Some(scx)) => scx.sched.events_fd(),
+                (None, None) => -1,
+            };
             fds.extend([
-                self.events.fd(),
+                events_fd,
                 self.timer.fd(),
                 self.guardian_exit.as_ref().map_or(-1, |fd| fd.as_raw_fd()),
                 self.stop_request.as_ref().map_or(-1, StopHandle::fd),
@@ -1133,8 +1532,8 @@ impl Agent {
                 self.timer.clear();
             }
             if ready[2] {
-                let how = self.guardian.try_status();
-                self.guardian_gone(how);
+                let how = self.guardian.as_mut().map(Guardian::try_status);
+                self.guardian_gone(how.unwrap_or_default());
             }
             self.take_events(&mut seen)?;
             self.now = self.clock(monotonic_ns());
@@ -1152,8 +1551,20 @@ impl Agent {
             self.platform.lower_woken(self.now);
             if self.last_beat.elapsed() >= HEARTBEAT_EVERY {
                 self.beat_now();
+                self.check_ejected();
             }
         }
+    }
+
+    /// Under sched_ext, writes the decisions made since the last time (see
+    /// [`LivePlatform::flush`]), with the dispatcher's next deadline as
+    /// their horizon.
+    fn flush(&mut self) {
+        let horizon = match self.disp.next_deadline() {
+            Some(deadline) => self.start_ns + deadline.0,
+            None => monotonic_ns() + OPEN_HORIZON.as_nanos() as u64,
+        };
+        self.platform.flush(monotonic_ns(), horizon);
     }
 
     /// Listens for control requests at `path` from now on (see
@@ -1217,6 +1628,23 @@ impl Agent {
             Ok(s) => s,
             Err(e) => return Some(self.logged(Response::refused(e), peer)),
         };
+        let response = self.carry_out(peer, connection, speaker, req);
+        // Under sched_ext the kernel learns the decisions the request made
+        // before its sender hears the answer: a thread told to wait
+        // (rtwake's `wait`) wakes at the answer, and must not find its CPU
+        // still decided for it (measured: a job 16 ms early).
+        self.flush();
+        response
+    }
+
+    /// [`Agent::answer`] once `speaker` may make request `req`.
+    fn carry_out(
+        &mut self,
+        peer: &Peer,
+        connection: u64,
+        speaker: Speaker,
+        req: Request,
+    ) -> Option<Response> {
         let now = self.now;
         let action = match req {
             Request::Status => {
@@ -1458,7 +1886,7 @@ impl Agent {
                 Some(&t) => Seen::Wakeup(t),
                 None => return,
             },
-            SchedEvent::Fork { .. } | SchedEvent::Exit { .. } => return,
+            SchedEvent::Fork { .. } | SchedEvent::Exit { .. } | SchedEvent::Others { .. } => return,
         };
         let at = Instant(e.time_ns().saturating_sub(self.start_ns));
         self.observed.push(at, seen);
@@ -1508,6 +1936,12 @@ impl Agent {
         self.disp.thread_homes(t)
     }
 
+    /// Under sched_ext, what the BPF dispatch did with the decisions so
+    /// far (`None` on the user-space agent).
+    pub fn scx_stats(&self) -> Option<Result<hsched_scx::Stats, String>> {
+        self.platform.scx.as_ref().map(|scx| scx.sched.stats())
+    }
+
     /// Priority and affinity changes made, and those that failed.
     pub fn changes(&self) -> (u64, &[String]) {
         (self.platform.changes, &self.platform.errors)
@@ -1530,11 +1964,9 @@ impl Agent {
         }
         // The guardian is told what was given back; a failed write means
         // it is gone, and then the agent restores alone.
-        let mut failures = Vec::new();
-        for o in &self.originals {
-            let back =
-                sys::set_attr(o.tid, &o.attr()).and_then(|()| sys::set_affinity(o.tid, &o.cpus));
-            match back {
+        let mut failures = self.platform.hand_cpus_to_default();
+        for o in self.originals.iter().filter(|o| o.tid != 0) {
+            match self.platform.restore(o) {
                 Ok(()) => {}
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
                 Err(e) => {
@@ -1542,7 +1974,10 @@ impl Agent {
                     continue;
                 }
             }
-            let _ = self.guardian.send(&Line::Release(o.tid));
+            let _ = self
+                .guardian
+                .as_mut()
+                .map(|g| g.send(&Line::Release(o.tid)));
         }
         // A kept command never given a CPU goes on from its gate, as it
         // was given back.
@@ -1559,7 +1994,7 @@ impl Agent {
         for pid in std::mem::take(&mut self.platform.stopped) {
             match sys::signal(pid, libc::SIGCONT) {
                 Ok(()) => {
-                    let _ = self.guardian.send(&Line::Resumed(pid));
+                    let _ = self.guardian.as_mut().map(|g| g.send(&Line::Resumed(pid)));
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ESRCH) => {}
                 Err(e) => failures.push(format!("process {pid}: {e}")),
@@ -1567,12 +2002,24 @@ impl Agent {
         }
         // The second pipe handle closed too: the guardian waits for all.
         self.platform.to_guardian = None;
+        if let Some(scx) = self.platform.scx.take() {
+            // Every thread is back under the fair class now, also one that
+            // could not be given its old policy. Before the agent lowers
+            // itself: in whole-machine mode it would then be one of the
+            // tasks the scheduler runs.
+            if let Err(e) = scx.sched.unload() {
+                failures.push(format!("unloading the sched_ext scheduler: {e}"));
+            }
+        }
         // The agent's own thread back as it was: a second agent in this
         // process (a program running several scenarios) starts from there.
         let _ = sys::set_attr(0, &SchedAttr::fair(sys::SCHED_OTHER, 0));
         let _ = sys::set_affinity(0, &self.all_cpus);
         let known_gone = matches!(self.interrupted, Some(Interrupted::GuardianGone(_)));
-        let status = self.guardian.finish()?;
+        let status = match self.guardian.take() {
+            Some(g) => g.finish()?,
+            None => std::process::ExitStatus::default(),
+        };
         if !failures.is_empty() {
             return Err(io::Error::other(format!(
                 "could not give back {}",

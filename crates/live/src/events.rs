@@ -141,6 +141,9 @@ pub enum SchedEvent {
     },
     /// Thread `tid` ended.
     Exit { time_ns: u64, tid: i32 },
+    /// Tasks nobody manages now wait to run (`ready`), or no longer do
+    /// (sched_ext's whole-machine mode: see [`hsched_scx::EventKind::Others`]).
+    Others { time_ns: u64, ready: bool },
 }
 
 impl SchedEvent {
@@ -149,7 +152,8 @@ impl SchedEvent {
             SchedEvent::Switch { time_ns, .. }
             | SchedEvent::Wakeup { time_ns, .. }
             | SchedEvent::Fork { time_ns, .. }
-            | SchedEvent::Exit { time_ns, .. } => time_ns,
+            | SchedEvent::Exit { time_ns, .. }
+            | SchedEvent::Others { time_ns, .. } => time_ns,
         }
     }
 }

@@ -38,9 +38,48 @@ fn abandon(held: impl Iterator<Item = Held>) {
     }
 }
 
+/// What schedules the real threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Backend {
+    /// The user-space agent ([`Agent::new`]): priorities, parking and
+    /// ftrace, on any Linux.
+    Agent,
+    /// hsched's sched_ext scheduler ([`Agent::new_scx`]): the kernel runs
+    /// what the hierarchy decides. Needs a kernel with sched_ext and hsched
+    /// built with the `scx` feature.
+    Scx,
+}
+
+impl Backend {
+    /// The backend asked for, or where none was: sched_ext where this
+    /// hsched and this kernel offer it, else the agent, with the reason
+    /// sched_ext was not picked.
+    pub fn pick(asked: Option<Backend>) -> (Backend, Option<String>) {
+        match (asked, hsched_scx::available()) {
+            (Some(b), _) => (b, None),
+            (None, Ok(())) => (Backend::Scx, None),
+            (None, Err(why)) => (Backend::Agent, Some(why)),
+        }
+    }
+
+    /// The platform name a run on it reports (`RunResult::platform`).
+    pub fn platform(self) -> &'static str {
+        match self {
+            Backend::Agent => "live",
+            Backend::Scx => "live-scx",
+        }
+    }
+}
+
 /// How to run live.
 #[derive(Clone)]
 pub struct LiveOptions {
+    /// What schedules the real threads.
+    pub backend: Backend,
+    /// Under sched_ext, only the scenario's threads (and what they start)
+    /// are under hsched, and the fair class runs before them; otherwise
+    /// the whole machine is (see [`Agent::delegate_others`]).
+    pub partial: bool,
     /// The guardian program and its leading arguments.
     pub guardian: Vec<std::ffi::OsString>,
     /// Override the scenario's horizon.
@@ -189,14 +228,29 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
     let cpus = pick_cpus(scn.machine.cpus)?;
     let guardian: Vec<&OsStr> = opts.guardian.iter().map(|s| s.as_os_str()).collect();
     // Speculating, the agent is best off the managed CPUs: there it would
-    // wake at every wakeup of an armed thread and run first, above it.
+    // wake at every wakeup of an armed thread and run first, above it. So
+    // under sched_ext, where it runs above every thread it schedules:
+    // measured in the guest, on the managed CPU its wakeups took 70% of
+    // the CPU from the threads (each preemption a switch to record).
+    let scx = opts.backend == Backend::Scx;
     let agent_cpu = opts.agent_cpu.or_else(|| {
         let others = crate::sys::get_affinity(0).ok()?;
-        opts.speculate
+        (opts.speculate || scx)
             .then(|| others.into_iter().find(|c| !cpus.contains(c)))
             .flatten()
     });
-    let mut agent = Agent::new(&cpus, agent_cpu, &guardian, scn.machine.watchdog)?;
+    if scx && (opts.hard_parking || opts.speculate) {
+        return Err(
+            "hard parking and speculative wakeups are the user-space agent's \
+                    (`--backend agent`): under sched_ext the kernel holds a thread back itself"
+                .into(),
+        );
+    }
+    let mut agent = match opts.backend {
+        Backend::Agent => Agent::new(&cpus, agent_cpu, &guardian, scn.machine.watchdog)?,
+        Backend::Scx => Agent::new_scx(&cpus, agent_cpu, scn.machine.watchdog, !opts.partial)
+            .map_err(|e| format!("the sched_ext backend: {e}"))?,
+    };
     if let Some(stop) = &opts.stop {
         agent.stop_on(stop.clone());
     }
@@ -208,15 +262,34 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
     if let Some(path) = &opts.control {
         agent.listen(path)?;
     }
-    let autogroup_off = !opts.keep_autogroup && agent.autogroup_off()?;
+    // Autogroup shares the fair class; under sched_ext's partial mode the
+    // managed threads are not in it.
+    let autogroup_off = !scx && !opts.keep_autogroup && agent.autogroup_off()?;
     // What the run notes about the platform, for the log.
     let mut notes: Vec<hsched_model::LogEntry> = Vec::new();
+    if scx {
+        let mode = match opts.partial {
+            true => "partial mode (only the scenario's threads and what they start are under hsched; the fair class runs before them)",
+            false => "whole machine (every SCHED_NORMAL task is under hsched; those the scenario does not name run as one thread of the default scheduler, `(others)`, and on the CPUs outside the scenario)",
+        };
+        notes.push(hsched_model::LogEntry {
+            at: Instant::ZERO,
+            kind: hsched_model::LogKind::Platform,
+            text: format!(
+                "backend: sched_ext, {mode}; the kernel's watchdog ejects the scheduler if a task waits {} s unrun",
+                crate::agent::kernel_watchdog(scn.machine.watchdog).as_secs()
+            ),
+        });
+    }
     {
         let (disp, platform) = agent.dispatcher();
         for &p in &opts.policies {
             disp.add_policy(p);
         }
         hsched_dispatch::build_hierarchy(disp, platform, scn)?;
+    }
+    if scx && !opts.partial {
+        agent.delegate_others()?;
     }
     agent.start_clock();
     let wall = std::time::Instant::now();
@@ -362,6 +435,29 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
             ),
         });
     }
+    if let Some(stats) = agent.scx_stats() {
+        let mut late = agent.lateness().to_vec();
+        late.sort_unstable();
+        let at = |q: f64| {
+            late.get(((late.len() as f64 - 1.0) * q) as usize)
+                .copied()
+                .unwrap_or(0)
+        };
+        let stats = match stats {
+            Ok(stats) => stats.to_string(),
+            Err(e) => e,
+        };
+        log.push(hsched_model::LogEntry {
+            at: horizon,
+            kind: hsched_model::LogKind::Platform,
+            text: format!(
+                "sched_ext dispatch: {stats}; the agent acted on {} deadlines late by p50 {} p99 {}",
+                late.len(),
+                Duration::from_nanos(at(0.5)),
+                Duration::from_nanos(at(0.99)),
+            ),
+        });
+    }
     if autogroup_off {
         log.push(hsched_model::LogEntry {
             at: Instant::ZERO,
@@ -480,7 +576,7 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
     });
     let result = RunResult {
         scenario: scn.name.clone(),
-        platform: "live".into(),
+        platform: opts.backend.platform().into(),
         seed: scn.seed,
         cpus: scn.machine.cpus,
         horizon: horizon - Instant::ZERO,

@@ -1,5 +1,6 @@
 //! Loading the BPF scheduler and talking to it.
 
+use crate::{Decision, Event, ExitInfo, Options, Stats, MAX_CPUS, MAX_TIMEOUT};
 use libbpf_rs::{
     Link, Map, MapCore, MapFlags, Object, ObjectBuilder, RingBuffer, RingBufferBuilder,
 };
@@ -10,99 +11,12 @@ use std::time::Duration;
 /// The BPF object, compiled by build.rs from src/bpf/hsched.bpf.c.
 static OBJECT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/hsched.bpf.o"));
 
-/// The number of CPUs the `decisions` map has room for.
-pub const MAX_CPUS: u32 = 256;
+/// How long [`Scheduler::unload`] waits for the kernel to finish.
+const UNLOAD_WAIT: Duration = Duration::from_secs(5);
 
-/// What a CPU runs next, as user space decided it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Decision {
-    /// Run the tasks user space does not manage (the default DSQ, FIFO).
-    /// What every CPU does until user space writes a decision.
-    RunDefault,
-    /// Run the managed task `tid` until `until_ns` (CLOCK_MONOTONIC, in
-    /// nanoseconds): the kernel preempts it then, whatever it does.
-    RunTask {
-        /// The task (thread) id.
-        tid: u32,
-        /// The horizon, on CLOCK_MONOTONIC.
-        until_ns: u64,
-    },
-    /// Run nothing of this scheduler's.
-    Idle,
-}
-
-impl Decision {
-    /// As the BPF program's `struct decision` lays it out.
-    fn to_bytes(self) -> [u8; 16] {
-        let (kind, tid, until): (u32, u32, u64) = match self {
-            Decision::RunDefault => (0, 0, 0),
-            Decision::RunTask { tid, until_ns } => (1, tid, until_ns),
-            Decision::Idle => (2, 0, 0),
-        };
-        let mut bytes = [0; 16];
-        bytes[0..4].copy_from_slice(&kind.to_ne_bytes());
-        bytes[4..8].copy_from_slice(&tid.to_ne_bytes());
-        bytes[8..16].copy_from_slice(&until.to_ne_bytes());
-        bytes
-    }
-}
-
-/// What happened to a managed task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
-    /// It became runnable (woke up, or was just switched to this
-    /// scheduler) and waits in the BPF program's custody for a decision.
-    Runnable,
-    /// It went to sleep (blocked).
-    Quiescent,
-    /// It exited, or the scheduler is unloading; it is no longer managed.
-    Exit,
-}
-
-/// One event from the BPF ring buffer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Event {
-    /// What happened.
-    pub kind: EventKind,
-    /// The task (thread) id.
-    pub tid: u32,
-    /// The CPU the event was recorded on.
-    pub cpu: u32,
-    /// When, on CLOCK_MONOTONIC (bpf_ktime_get_ns), in nanoseconds.
-    pub time_ns: u64,
-}
-
-impl Event {
-    fn parse(bytes: &[u8]) -> Option<Event> {
-        let u32_at = |at: usize| Some(u32::from_ne_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
-        let kind = match u32_at(0)? {
-            1 => EventKind::Runnable,
-            2 => EventKind::Quiescent,
-            3 => EventKind::Exit,
-            _ => return None,
-        };
-        Some(Event {
-            kind,
-            tid: u32_at(4)?,
-            cpu: u32_at(8)?,
-            time_ns: u64::from_ne_bytes(bytes.get(16..24)?.try_into().ok()?),
-        })
-    }
-}
-
-/// Why the scheduler stopped, as the kernel told its `exit` callback.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExitInfo {
-    /// `enum scx_exit_kind`: 64 is "unregistered from user space", 1024 and
-    /// above an error (1026: the watchdog ejected it).
-    pub kind: i32,
-    /// The exit code (for exits the scheduler asked for).
-    pub exit_code: i64,
-    /// The kernel's reason, e.g. "unregistered from user space".
-    pub reason: String,
-    /// The message with it, if any.
-    pub msg: String,
-}
+/// By CPU, the task its decision names; by task, that CPU (the `wanted`
+/// map as written).
+type Named = (Vec<Option<u32>>, std::collections::HashMap<u32, u32>);
 
 /// The loaded and attached scheduler. Dropping it unregisters it from the
 /// kernel (as the death of its process would): tasks with `SCHED_EXT` go
@@ -112,6 +26,7 @@ pub struct Scheduler {
     link: Option<Link>,
     events: RingBuffer<'static>,
     pending: Rc<RefCell<Vec<Event>>>,
+    named: RefCell<Named>,
     object: Object,
 }
 
@@ -126,11 +41,25 @@ impl Scheduler {
     /// decision starts as [`Decision::RunDefault`]. Pairs with
     /// [`Scheduler::unload`] (or drop).
     pub fn load() -> Result<Scheduler, String> {
+        Scheduler::load_with(&Options::default())
+    }
+
+    /// [`Scheduler::load`] with `options`: the mode and the watchdog
+    /// timeout are written into the scheduler's `sched_ext_ops` before the
+    /// kernel sees it.
+    pub fn load_with(options: &Options) -> Result<Scheduler, String> {
+        if options.timeout > MAX_TIMEOUT || options.timeout.is_zero() {
+            return Err(format!(
+                "a watchdog timeout of {:?}: the kernel takes one above 0 and up to {MAX_TIMEOUT:?}",
+                options.timeout
+            ));
+        }
         let mut builder = ObjectBuilder::default();
         builder.name("hsched").map_err(|e| e.to_string())?;
-        let open = builder
+        let mut open = builder
             .open_memory(OBJECT)
             .map_err(|e| format!("opening the BPF scheduler: {e}"))?;
+        configure(&mut open, options)?;
         let mut object = open
             .load()
             .map_err(|e| format!("loading the BPF scheduler (the kernel's verifier): {e}"))?;
@@ -172,6 +101,7 @@ impl Scheduler {
             link: Some(link),
             events,
             pending,
+            named: RefCell::new((vec![None; MAX_CPUS as usize], Default::default())),
             object,
         })
     }
@@ -212,11 +142,44 @@ impl Scheduler {
     /// once after [`Scheduler::kick`]. A [`Decision::RunTask`] whose task is
     /// not runnable in custody, not allowed on `cpu`, or whose horizon has
     /// passed, leaves the CPU without a task of this scheduler's until the
-    /// next decision.
+    /// next decision; such a task that enters custody later kicks `cpu`
+    /// itself.
     pub fn set_decision(&self, cpu: u32, decision: Decision) -> Result<(), String> {
         if cpu >= MAX_CPUS {
             return Err(format!("CPU {cpu} is beyond the scheduler's {MAX_CPUS}"));
         }
+        let tid = match decision {
+            Decision::RunTask { tid, .. } => Some(tid),
+            _ => None,
+        };
+        let wanted = find_map(&self.object, "wanted")?;
+        let wanted_error = |e: libbpf_rs::Error| format!("writing CPU {cpu}'s decision: {e}");
+        let mut named = self.named.borrow_mut();
+        let (by_cpu, by_task) = &mut *named;
+        let old = by_cpu[cpu as usize];
+        if let Some(old) = old.filter(|&old| Some(old) != tid) {
+            // Another CPU's decision may name it by now.
+            if by_task.get(&old) == Some(&cpu) {
+                by_task.remove(&old);
+                match wanted.delete(&old.to_ne_bytes()) {
+                    Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
+                        return Err(wanted_error(e))
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if let Some(tid) = tid.filter(|&tid| by_task.get(&tid) != Some(&cpu)) {
+            wanted
+                .update(
+                    &tid.to_ne_bytes(),
+                    &(cpu as i32).to_ne_bytes(),
+                    MapFlags::ANY,
+                )
+                .map_err(wanted_error)?;
+            by_task.insert(tid, cpu);
+        }
+        by_cpu[cpu as usize] = tid;
         find_map(&self.object, "decisions")?
             .update(&cpu.to_ne_bytes(), &decision.to_bytes(), MapFlags::ANY)
             .map_err(|e| format!("writing CPU {cpu}'s decision: {e}"))
@@ -252,15 +215,68 @@ impl Scheduler {
         Ok(std::mem::take(&mut *self.pending.borrow_mut()))
     }
 
+    /// A file descriptor that polls readable when events are waiting (the
+    /// ring buffer's epoll instance), for a caller that waits for them
+    /// together with other things; then [`Scheduler::take_events`].
+    pub fn events_fd(&self) -> std::os::fd::RawFd {
+        self.events.epoll_fd()
+    }
+
+    /// The events waiting, oldest first, without waiting for any.
+    pub fn take_events(&self) -> Result<Vec<Event>, String> {
+        self.events
+            .consume()
+            .map_err(|e| format!("reading the events ring buffer: {e}"))?;
+        Ok(std::mem::take(&mut *self.pending.borrow_mut()))
+    }
+
     /// Unregisters the scheduler (the kernel returns every `SCHED_EXT` task
     /// to the fair class and `/sys/kernel/sched_ext/state` reads
     /// `disabled`) and returns why it stopped, as its `exit` callback
     /// recorded: "unregistered from user space" normally, the kernel's
     /// reason if it had ejected the scheduler before.
+    /// The kernel may finish disabling after the detach returns (seen on
+    /// 7.3): the record is waited for, up to [`UNLOAD_WAIT`].
     pub fn unload(mut self) -> Result<ExitInfo, String> {
         drop(self.link.take());
-        self.exit_info()?
-            .ok_or_else(|| "the scheduler's exit callback recorded nothing".to_string())
+        let start = std::time::Instant::now();
+        loop {
+            if let Some(exit) = self.exit_info()? {
+                return Ok(exit);
+            }
+            if start.elapsed() > UNLOAD_WAIT {
+                return Err(format!(
+                    "the scheduler's exit callback recorded nothing within {UNLOAD_WAIT:?} (sched_ext: {})",
+                    crate::state().unwrap_or_else(|e| e)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// What the BPF dispatch did so far, summed over the CPUs.
+    pub fn stats(&self) -> Result<Stats, String> {
+        let map = find_map(&self.object, "stats")?;
+        let mut sums = [0u64; 6];
+        for (key, sum) in sums.iter_mut().enumerate() {
+            let per_cpu = map
+                .lookup_percpu(&(key as u32).to_ne_bytes(), MapFlags::ANY)
+                .map_err(|e| format!("reading the dispatch counts: {e}"))?
+                .unwrap_or_default();
+            *sum = per_cpu
+                .iter()
+                .filter_map(|v| Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?)))
+                .sum();
+        }
+        let [inserted, extended, default, late, missing, not_allowed] = sums;
+        Ok(Stats {
+            inserted,
+            extended,
+            default,
+            late,
+            missing,
+            not_allowed,
+        })
     }
 
     /// Why the scheduler stopped, if it has (the kernel ejected it, e.g.
@@ -296,6 +312,62 @@ impl Scheduler {
             msg: text(144..1168),
         }))
     }
+}
+
+/// `SCX_OPS_SWITCH_PARTIAL`, as `enum scx_ops_flags` has it.
+const SWITCH_PARTIAL: u64 = 1 << 3;
+
+/// Writes `options` into the `hsched_ops` struct_ops of the opened object:
+/// its flags (partial mode or not) and `timeout_ms`, at the offsets the
+/// object's own BTF gives for `struct sched_ext_ops` (the layout libbpf
+/// reads the value with, whatever the running kernel's).
+fn configure(open: &mut libbpf_rs::OpenObject, options: &Options) -> Result<(), String> {
+    use libbpf_rs::btf::types::{MemberAttr, Struct};
+    use libbpf_rs::AsRawLibbpf;
+    let offsets = {
+        // SAFETY: the object outlives this borrow of it, which ends here.
+        let raw = unsafe { open.as_libbpf_object().as_ref() };
+        let btf = libbpf_rs::btf::Btf::from_bpf_object(raw)
+            .map_err(|e| format!("the BPF object's BTF: {e}"))?
+            .ok_or("the BPF object has no BTF")?;
+        let ops: Struct = btf
+            .type_by_name("sched_ext_ops")
+            .ok_or("the BPF object's BTF has no struct sched_ext_ops")?;
+        let offset = |field: &str| {
+            ops.iter()
+                .find(|m| m.name.is_some_and(|n| n == field))
+                .and_then(|m| match m.attr {
+                    MemberAttr::Normal { offset } => Some(offset as usize / 8),
+                    MemberAttr::BitField { .. } => None,
+                })
+                .ok_or(format!("struct sched_ext_ops has no field {field}"))
+        };
+        (offset("flags")?, offset("timeout_ms")?)
+    };
+    let mut ops = open
+        .maps_mut()
+        .find(|m| m.name() == "hsched_ops")
+        .ok_or("the BPF object has no hsched_ops")?;
+    let value = ops
+        .initial_value_mut()
+        .ok_or("hsched_ops has no initial value")?;
+    let (flags_at, timeout_at) = offsets;
+    let flags_bytes = value
+        .get_mut(flags_at..flags_at + 8)
+        .ok_or("sched_ext_ops.flags lies beyond hsched_ops")?;
+    let mut flags = u64::from_ne_bytes(flags_bytes.try_into().expect("8 bytes"));
+    if options.whole_machine {
+        flags &= !SWITCH_PARTIAL;
+    } else {
+        flags |= SWITCH_PARTIAL;
+    }
+    flags_bytes.copy_from_slice(&flags.to_ne_bytes());
+    let timeout_ms = options.timeout.as_millis() as u32;
+    value
+        .get_mut(timeout_at..timeout_at + 4)
+        .ok_or("sched_ext_ops.timeout_ms lies beyond hsched_ops")?
+        .copy_from_slice(&timeout_ms.to_ne_bytes());
+    Ok(())
 }
 
 fn find_map<'obj>(object: &'obj Object, name: &str) -> Result<Map<'obj>, String> {

@@ -3,7 +3,10 @@
 //! `scx_kernel.rs`).
 //!
 //! Runs `cargo test --workspace --locked --no-fail-fast [ARGS]` (every
-//! test binary, also after one fails), passing its output through as it
+//! test binary, also after one fails), with the sched_ext backend (the
+//! `hsched/scx` feature) where this machine can build it (see
+//! [`scx_toolchain`]; a machine that cannot skips its tests, naming what
+//! is missing, and CI fails them), passing its output through as it
 //! comes, then prints the tests that were skipped and why (each test that
 //! lacked a requirement left a line in the skip log: see the
 //! `hsched-testkit` crate) and closes, whatever happened, with the plain
@@ -72,6 +75,60 @@ fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Whether this machine can build the sched_ext backend (the BPF
+/// scheduler and libbpf linked statically): a clang for BPF, a
+/// `vmlinux.h`, pkg-config, and static libelf and zlib where the
+/// workspace's `.cargo/config.toml` points libbpf-sys. What is missing is
+/// named with its Debian package.
+fn scx_toolchain(root: &Path) -> Result<(), String> {
+    let on_path = |program: &str| {
+        Command::new(program)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok()
+    };
+    let clang = std::env::var("HSCHED_BPF_CLANG").ok();
+    if !clang
+        .as_deref()
+        .map_or(on_path("clang-19") || on_path("clang"), on_path)
+    {
+        return Err(
+            "no clang-19 or clang to compile the BPF scheduler (Debian package clang-19)".into(),
+        );
+    }
+    if !on_path("pkg-config") {
+        return Err("no pkg-config (Debian package pkg-config)".into());
+    }
+    let vmlinux_h = match std::env::var_os("HSCHED_VMLINUX_H") {
+        Some(path) => PathBuf::from(path),
+        None => hsched_testkit::guest::kernel_dir().join("vmlinux.h"),
+    };
+    if !vmlinux_h.is_file() {
+        return Err(format!(
+            "no {}: run `cargo xtask scx-kernel`",
+            vmlinux_h.display()
+        ));
+    }
+    let config = std::fs::read_to_string(root.join(".cargo/config.toml")).unwrap_or_default();
+    let libs = config
+        .lines()
+        .find_map(|l| {
+            let (key, value) = l.split_once('=')?;
+            key.trim()
+                .starts_with("LIBBPF_SYS_LIBRARY_PATH")
+                .then(|| value.trim().trim_matches('"').to_string())
+        })
+        .ok_or("no LIBBPF_SYS_LIBRARY_PATH in .cargo/config.toml")?;
+    for (lib, package) in [("libelf.a", "libelf-dev"), ("libz.a", "zlib1g-dev")] {
+        if !Path::new(&libs).join(lib).is_file() {
+            return Err(format!("no {libs}/{lib} (Debian package {package})"));
+        }
+    }
+    Ok(())
+}
+
 /// How long after cargo exits its output may stay open: past that, a
 /// process the tests started and left running holds it.
 const LEFT_RUNNING_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -85,10 +142,22 @@ fn test(extra: &[String]) -> ExitCode {
     let skip_log = target.join("test-skips.log");
     let _ = std::fs::remove_file(&skip_log);
 
+    let scx = scx_toolchain(&root);
+    if let Err(why) = &scx {
+        let line = format!(
+            "the sched_ext backend (cargo feature hsched/scx, its BPF build and guest tests)\t{why}"
+        );
+        if hsched_testkit::under_ci() {
+            eprintln!("requirement missing under CI: {line}");
+        } else {
+            let _ = std::fs::write(&skip_log, format!("{line}\n"));
+        }
+    }
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let child = Command::new(cargo)
         .current_dir(&root)
         .args(["test", "--workspace", "--locked", "--no-fail-fast"])
+        .args(scx.is_ok().then_some("--features=hsched/scx"))
         .args(extra)
         .env(hsched_testkit::SKIP_LOG, &skip_log)
         .stdout(Stdio::piped())
@@ -167,6 +236,10 @@ fn test(extra: &[String]) -> ExitCode {
             n => (format!("{n} tests"), "are"),
         };
         println!("{n} {are} #[ignore]d (counted as skipped)");
+    }
+    if scx.is_err() && hsched_testkit::under_ci() {
+        println!("the sched_ext backend could not be built (see above): counted as one failure");
+        counts.failed += 1;
     }
     if !cargo_ok && counts.failed == 0 {
         // A binary that did not build or crashed has no result line.

@@ -118,6 +118,15 @@ pub fn stop_on(handle: hsched_live::signals::StopHandle) {
     let _ = STOP.set(handle);
 }
 
+/// The backend the live runs use: set once by [`use_backend`] before the
+/// first experiment (the agent if never set).
+static BACKEND: std::sync::OnceLock<hsched_live::run::Backend> = std::sync::OnceLock::new();
+
+/// Runs every live experiment on `backend` from now on.
+pub fn use_backend(backend: hsched_live::run::Backend) {
+    let _ = BACKEND.set(backend);
+}
+
 /// Runs a scenario live, after `edit`.
 fn live(file: (&str, &str), edit: impl FnOnce(&mut Scenario)) -> Result<RunResult, String> {
     run_live(file, false, edit)
@@ -141,7 +150,13 @@ fn run_live_with(
     let mut scn = hsched_scenario::parse(text, path).map_err(|e| e.to_string())?;
     edit(&mut scn);
     let exe = this_program()?;
+    let backend = BACKEND
+        .get()
+        .copied()
+        .unwrap_or(hsched_live::run::Backend::Agent);
     let mut opts = LiveOptions {
+        backend,
+        partial: false,
         guardian: vec![exe.clone(), "__guardian".into()],
         worker: vec![exe, "__worker".into()],
         horizon: None,
@@ -160,6 +175,12 @@ fn run_live_with(
         stop: STOP.get().cloned(),
     };
     options(&mut opts);
+    if backend == hsched_live::run::Backend::Scx {
+        // The agent's ways of holding a thread back; sched_ext's custody
+        // gives a thread off its CPU nothing, as hard parking does.
+        opts.hard_parking = false;
+        opts.speculate = false;
+    }
     let outcome =
         hsched_live::run::run_to_outcome(&scn, &opts).map_err(|e| format!("{path}: {e}"))?;
     match outcome.interrupted {

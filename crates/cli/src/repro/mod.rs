@@ -188,7 +188,13 @@ fn print_entry(entry: &Entry, checks: &[Check]) {
 
 /// `hsched repro`: the simulated entries, or with `live` the experiments
 /// on this machine's CPUs.
-pub fn command(name: Option<&str>, list: bool, all: bool, live: bool) -> Result<(), CliError> {
+pub fn command(
+    name: Option<&str>,
+    list: bool,
+    all: bool,
+    live: bool,
+    backend: Option<hsched_live::run::Backend>,
+) -> Result<(), CliError> {
     let entries = if live { live::entries() } else { entries() };
     let flag = if live { " --live" } else { "" };
     if list || (name.is_none() && !all) {
@@ -219,6 +225,15 @@ pub fn command(name: Option<&str>, list: bool, all: bool, live: bool) -> Result<
         let error = |e| CliError::Failed(format!("handling SIGINT and SIGTERM: {e}"));
         let signals = hsched_live::signals::StopSignals::install().map_err(error)?;
         live::stop_on(signals.handle().map_err(error)?);
+        let (backend, not_scx) = hsched_live::run::Backend::pick(backend);
+        live::use_backend(backend);
+        match not_scx {
+            Some(why) => println!("backend: the user-space agent (sched_ext not used: {why})\n"),
+            None if backend == hsched_live::run::Backend::Scx => {
+                println!("backend: sched_ext (hsched's BPF scheduler)\n")
+            }
+            None => println!("backend: the user-space agent\n"),
+        }
         Some(signals)
     } else {
         None

@@ -20,11 +20,23 @@
  *    with slice = until - now, so the kernel enforces the horizon.
  *  - Tasks user space does not manage go to a shared default DSQ, which a
  *    CPU whose decision is "run the default" consumes (FIFO).
- *  - Wakeups, blocks and exits of managed tasks reach user space through
- *    the `events` ring buffer.
+ *  - Wakeups, blocks, switches (running, stopping), forks and exits of
+ *    managed tasks reach user space through the `events` ring buffer.
+ *  - What a managed task creates is managed from its creation: user space
+ *    learns of it from its fork event, before its first wakeup.
+ *  - User space also records which CPU's decision names each task
+ *    (`wanted`): a task named there that enters custody (preempted on
+ *    another CPU, say) kicks that CPU, whose dispatch may have found it
+ *    missing a moment before.
  *
- * Partial mode (SCX_OPS_SWITCH_PARTIAL): only tasks whose policy is
- * SCHED_EXT are scheduled here; the fair class runs before them.
+ * Whole machine (the default; user space clears SCX_OPS_SWITCH_PARTIAL
+ * before loading): every SCHED_NORMAL task is scheduled here; those user
+ * space does not manage wait in the default DSQ, and user space hears when
+ * that queue starts to hold tasks and when a CPU running the default finds
+ * it empty (EVENT_OTHERS), so that its hierarchy can count them as one
+ * thread of its default scheduler and give them time as it gives any
+ * thread. Partial mode (SCX_OPS_SWITCH_PARTIAL): only tasks whose policy
+ * is SCHED_EXT are scheduled here; the fair class runs before them.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -48,6 +60,10 @@ char _license[] SEC("license") = "GPL";
 #define EVENT_RUNNABLE 1
 #define EVENT_QUIESCENT 2
 #define EVENT_EXIT 3
+#define EVENT_FORK 4
+#define EVENT_RUNNING 5
+#define EVENT_STOPPING 6
+#define EVENT_OTHERS 7
 
 struct decision {
 	u32 kind;
@@ -59,7 +75,7 @@ struct event {
 	u32 kind;
 	u32 tid;
 	u32 cpu;
-	u32 pad;
+	u32 other; /* a fork's parent; a stopping task still runnable; others ready */
 	u64 time_ns;
 };
 
@@ -104,7 +120,51 @@ struct {
 	__type(value, u64);
 } queued SEC(".maps");
 
+/* The CPU whose decision names a task (tid -> cpu), as user space wrote. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, s32);
+} wanted SEC(".maps");
+
+/*
+ * What dispatch did, counted per CPU for user space (the order of
+ * `Stats` in the loader): a decided task inserted, the running one's
+ * slice extended, the default consumed, a decision whose horizon had
+ * passed, one whose task was not in custody (not runnable, or running
+ * elsewhere), and one whose task may not run on this CPU.
+ */
+enum hsched_stat {
+	STAT_INSERTED,
+	STAT_EXTENDED,
+	STAT_DEFAULT,
+	STAT_LATE,
+	STAT_MISSING,
+	STAT_NOT_ALLOWED,
+	HSCHED_NR_STATS,
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, HSCHED_NR_STATS);
+	__type(key, u32);
+	__type(value, u64);
+} stats SEC(".maps");
+
+static void count(enum hsched_stat which)
+{
+	u32 key = which;
+	u64 *n = bpf_map_lookup_elem(&stats, &key);
+
+	if (n)
+		(*n)++;
+}
+
 struct exit_record exit_record;
+
+/* Whether unmanaged tasks wait in the default DSQ, as last told to user space. */
+u32 others_ready;
 
 /*
  * kfuncs. vmlinux.h made by bpftool 7.1 has no kfunc prototypes. All are
@@ -146,7 +206,13 @@ static bool is_managed(struct task_struct *p)
 	return bpf_map_lookup_elem(&managed, &tid) != NULL;
 }
 
-static void emit(u32 kind, struct task_struct *p)
+/*
+ * Switches (running, stopping while still runnable) do not wake user
+ * space: they are for its figures, read when something else wakes it. Woken by each, a decider
+ * sharing a CPU with the tasks it schedules would preempt one, which is a
+ * switch, which wakes it again.
+ */
+static void emit_with(u32 kind, struct task_struct *p, u32 other)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 
@@ -155,7 +221,31 @@ static void emit(u32 kind, struct task_struct *p)
 	e->kind = kind;
 	e->tid = p->pid;
 	e->cpu = bpf_get_smp_processor_id();
-	e->pad = 0;
+	e->other = other;
+	e->time_ns = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, kind == EVENT_RUNNING || (kind == EVENT_STOPPING && other) ?
+				      BPF_RB_NO_WAKEUP : 0);
+}
+
+static void emit(u32 kind, struct task_struct *p)
+{
+	emit_with(kind, p, 0);
+}
+
+/* Tells user space that unmanaged tasks now wait, or no longer do. */
+static void others(u32 ready)
+{
+	struct event *e;
+
+	if (__sync_lock_test_and_set(&others_ready, ready) == ready)
+		return;
+	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
+	if (!e)
+		return;
+	e->kind = EVENT_OTHERS;
+	e->tid = 0;
+	e->cpu = bpf_get_smp_processor_id();
+	e->other = ready;
 	e->time_ns = bpf_ktime_get_ns();
 	bpf_ringbuf_submit(e, 0);
 }
@@ -186,8 +276,13 @@ void BPF_STRUCT_OPS(hsched_enqueue, struct task_struct *p, u64 enq_flags)
 	struct decision *d;
 
 	if (is_managed(p)) {
+		s32 *target;
+
 		/* Custody: the task waits here until a decision names it. */
 		bpf_map_update_elem(&queued, &tid, &now, BPF_ANY);
+		target = bpf_map_lookup_elem(&wanted, &tid);
+		if (target)
+			scx_bpf_kick_cpu(*target, SCX_KICK_PREEMPT);
 		return;
 	}
 	d = decision_of(cpu);
@@ -197,6 +292,7 @@ void BPF_STRUCT_OPS(hsched_enqueue, struct task_struct *p, u64 enq_flags)
 		return;
 	}
 	insert(p, DEFAULT_DSQ, SLICE_DEFAULT_NS, enq_flags);
+	others(1);
 	scx_bpf_kick_cpu(cpu, SCX_KICK_IDLE);
 }
 
@@ -219,26 +315,39 @@ void BPF_STRUCT_OPS(hsched_dispatch, s32 cpu, struct task_struct *prev)
 	if (!d)
 		return;
 	if (d->kind == DECISION_RUN_DEFAULT) {
-		move_to_local(DEFAULT_DSQ);
+		count(STAT_DEFAULT);
+		if (!move_to_local(DEFAULT_DSQ))
+			others(0);
 		return;
 	}
-	if (d->kind != DECISION_RUN_TASK || d->until_ns <= now)
-		return; /* idle, or the horizon passed: wait for user space */
+	if (d->kind != DECISION_RUN_TASK)
+		return; /* idle */
+	if (d->until_ns <= now) {
+		count(STAT_LATE);
+		return; /* the horizon passed: wait for user space */
+	}
 	tid = d->tid;
 	/* The task named still runs here: extend its slice to the horizon. */
 	if (prev && prev->pid == tid && (prev->scx.flags & SCX_TASK_QUEUED)) {
+		count(STAT_EXTENDED);
 		prev->scx.slice = d->until_ns - now;
 		return;
 	}
 	since = bpf_map_lookup_elem(&queued, &tid);
-	if (!since)
+	if (!since) {
+		count(STAT_MISSING);
 		return; /* not runnable, or not in custody */
+	}
 	enqueued_at = *since;
 	p = bpf_task_from_pid(tid);
 	if (!p)
 		return;
-	if (bpf_cpumask_test_cpu(cpu, p->cpus_ptr)) {
-		insert(p, SCX_DSQ_LOCAL, d->until_ns - now, 0);
+	if (!bpf_cpumask_test_cpu(cpu, p->cpus_ptr))
+		count(STAT_NOT_ALLOWED);
+	else {
+		count(STAT_INSERTED);
+		/* At the head: before what the default left in the local DSQ. */
+		insert(p, SCX_DSQ_LOCAL, d->until_ns - now, SCX_ENQ_HEAD);
 		/*
 		 * Forget the custody this insert ends, not a newer one: a task
 		 * on another CPU's runqueue can be dequeued and enqueued again
@@ -265,6 +374,36 @@ void BPF_STRUCT_OPS(hsched_quiescent, struct task_struct *p, u64 deq_flags)
 		emit(EVENT_QUIESCENT, p);
 }
 
+void BPF_STRUCT_OPS(hsched_running, struct task_struct *p)
+{
+	if (is_managed(p))
+		emit(EVENT_RUNNING, p);
+}
+
+void BPF_STRUCT_OPS(hsched_stopping, struct task_struct *p, bool runnable)
+{
+	if (is_managed(p))
+		emit_with(EVENT_STOPPING, p, runnable);
+}
+
+/*
+ * Called in the creating task's context for a fork: a task created by a
+ * managed one is managed from the start, so that it waits in custody from
+ * its first wakeup, and user space hears of it before that.
+ */
+s32 BPF_STRUCT_OPS(hsched_init_task, struct task_struct *p, struct scx_init_task_args *args)
+{
+	u32 parent = (u32)bpf_get_current_pid_tgid();
+	u32 tid = p->pid;
+	u8 yes = 1;
+
+	if (!args->fork || !bpf_map_lookup_elem(&managed, &parent))
+		return 0;
+	bpf_map_update_elem(&managed, &tid, &yes, BPF_ANY);
+	emit_with(EVENT_FORK, p, parent);
+	return 0;
+}
+
 void BPF_STRUCT_OPS(hsched_exit_task, struct task_struct *p, struct scx_exit_task_args *args)
 {
 	u32 tid = p->pid;
@@ -273,6 +412,7 @@ void BPF_STRUCT_OPS(hsched_exit_task, struct task_struct *p, struct scx_exit_tas
 		return;
 	emit(EVENT_EXIT, p);
 	bpf_map_delete_elem(&queued, &tid);
+	bpf_map_delete_elem(&wanted, &tid);
 	bpf_map_delete_elem(&managed, &tid);
 }
 
@@ -305,6 +445,9 @@ struct sched_ext_ops hsched_ops = {
 	.dispatch = (void *)hsched_dispatch,
 	.runnable = (void *)hsched_runnable,
 	.quiescent = (void *)hsched_quiescent,
+	.running = (void *)hsched_running,
+	.stopping = (void *)hsched_stopping,
+	.init_task = (void *)hsched_init_task,
 	.exit_task = (void *)hsched_exit_task,
 	.init = (void *)hsched_init,
 	.exit = (void *)hsched_exit,
