@@ -179,7 +179,9 @@ struct LiveArgs {
     /// it (latency near SCHED_FIFO's); where the hierarchy then decides
     /// otherwise, the thread is parked, and the log counts how often. The
     /// agent then runs off the scenario's CPUs (unless `--agent-cpu`). Not
-    /// with `--park hard`.
+    /// with `--park hard`. With the sched_ext backend, the BPF scheduler
+    /// runs such a thread at its wakeup (for at most 1 ms before the
+    /// hierarchy's decision).
     #[arg(long)]
     speculate: bool,
     /// Leave Linux's autogroup on. By default it is turned off for the run
@@ -198,8 +200,8 @@ struct LiveArgs {
     keep_commands: bool,
     /// What schedules the real threads. By default `scx` where this hsched
     /// and the kernel offer it, else `agent` (and always `agent` with
-    /// `--park hard` or `--speculate`, which are its own); the summary's
-    /// platform says which ran: `live-scx` or `live`.
+    /// `--park hard`, which is its own); the summary's platform says which
+    /// ran: `live-scx` or `live`.
     #[arg(long, value_enum)]
     backend: Option<BackendArg>,
     /// With the sched_ext backend: only the scenario's threads (and what
@@ -731,10 +733,10 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             "--speculate runs a thread before the hierarchy has decided on it; --park hard promises a parked thread gets nothing: choose one".into(),
         ));
     }
-    let agent_only = args.speculate || args.park == Parking::Hard;
+    let agent_only = args.park == Parking::Hard;
     if agent_only && args.backend == Some(BackendArg::Scx) {
         return Err(CliError::Input(
-            "--park hard and --speculate are the user-space agent's (`--backend agent`): under sched_ext the kernel holds a thread back itself".into(),
+            "--park hard is the user-space agent's (`--backend agent`): under sched_ext a thread off its CPU waits in the scheduler's custody".into(),
         ));
     }
     let (backend, not_scx) = match agent_only {

@@ -312,13 +312,13 @@ impl LivePlatform {
     fn run(&mut self, t: ThreadId, cpu: usize, now: Instant) {
         let tid = self.tids[t.index()];
         let fresh = std::mem::take(&mut self.fresh[t.index()]);
+        self.woke_to_cpu[t.index()] = self.waking == Some(t);
         if self.scx.is_some() || self.others == Some(t) {
             // The decision is written at the end of the turn (flush).
             let r = self.release(t);
             self.note(tid, r);
             return;
         }
-        self.woke_to_cpu[t.index()] = self.waking == Some(t);
         let attr = if fresh && self.wake_left(cpu, now) {
             self.woken[cpu] = Some((t, now));
             &WAKE_ATTR
@@ -348,16 +348,29 @@ impl LivePlatform {
     /// Whether thread `t`, blocking on CPU `cpu`, is left armed there: with
     /// speculation on, soft parking, budget left, and given its CPU at its
     /// last wakeup (the hierarchy is predicted to do so again).
+    /// (Under sched_ext no budget: a thread run at its wakeup is no
+    /// real-time thread there.)
     fn may_arm(&mut self, t: ThreadId, cpu: usize, now: Instant) -> bool {
-        self.speculate && !self.hard && self.woke_to_cpu[t.index()] && self.wake_left(cpu, now)
+        self.speculate
+            && !self.hard
+            && self.woke_to_cpu[t.index()]
+            && (self.scx.is_some() || self.wake_left(cpu, now))
     }
 
-    /// Leaves blocked thread `t` at [`WAKE_ATTR`], pinned where it ran: when
-    /// it wakes, Linux runs it at once, before the agent has heard of it.
-    fn arm(&mut self, t: ThreadId) {
+    /// Leaves blocked thread `t` at [`WAKE_ATTR`], pinned to CPU `cpu`
+    /// where it ran: when it wakes, Linux runs it at once, before the
+    /// agent has heard of it. Under sched_ext, arms it there in the BPF
+    /// scheduler, which does the same ([`hsched_scx::Scheduler::arm`]).
+    fn arm(&mut self, t: ThreadId, cpu: usize) {
         self.armed[t.index()] = true;
         let tid = self.tids[t.index()];
-        let r = sys::set_attr(tid, &WAKE_ATTR);
+        let r = match &self.scx {
+            Some(scx) => scx
+                .sched
+                .arm(tid as u32, Some(self.cpus[cpu] as u32))
+                .map_err(io::Error::other),
+            None => sys::set_attr(tid, &WAKE_ATTR),
+        };
         self.note(tid, r);
     }
 
@@ -578,7 +591,7 @@ impl Platform for LivePlatform {
         if let Some(old) = self.on_cpu[c].take() {
             if Some(old) != thread && !self.on_cpu.contains(&Some(old)) {
                 if self.blocking == Some(old) && self.may_arm(old, c, now) {
-                    self.arm(old);
+                    self.arm(old, c);
                 } else {
                     self.park(old);
                 }

@@ -239,10 +239,10 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
             .then(|| others.into_iter().find(|c| !cpus.contains(c)))
             .flatten()
     });
-    if scx && (opts.hard_parking || opts.speculate) {
+    if scx && opts.hard_parking {
         return Err(
-            "hard parking and speculative wakeups are the user-space agent's \
-                    (`--backend agent`): under sched_ext the kernel holds a thread back itself"
+            "hard parking is the user-space agent's (`--backend agent`): \
+                    under sched_ext a thread off its CPU waits in the scheduler's custody"
                 .into(),
         );
     }
@@ -427,11 +427,15 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
     }));
     if opts.speculate && !opts.hard_parking {
         let (woke, wrong) = agent.speculation();
+        let until = match scx {
+            true => "it ran until the decision written preempted it, at most 1 ms",
+            false => "the thread ran until the agent parked it",
+        };
         log.push(hsched_model::LogEntry {
             at: horizon,
             kind: hsched_model::LogKind::Platform,
             text: format!(
-                "speculative wakeups: {woke}, of which {wrong} against the hierarchy's decision (the thread ran until the agent parked it)"
+                "speculative wakeups: {woke}, of which {wrong} against the hierarchy's decision ({until})"
             ),
         });
     }

@@ -224,14 +224,17 @@ pub struct Stats {
     pub missing: u64,
     /// The decided task may not run on that CPU (its affinity).
     pub not_allowed: u64,
+    /// Tasks dispatched at their wakeup by the fast path, before user space
+    /// decided ([`Scheduler::arm`]).
+    pub fast: u64,
 }
 
 impl std::fmt::Display for Stats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} inserted, {} extended, {} of the default, {} past their horizon, {} with the task not waiting, {} on a CPU the task may not use",
-            self.inserted, self.extended, self.default, self.late, self.missing, self.not_allowed
+            "{} inserted, {} extended, {} of the default, {} past their horizon, {} with the task not waiting, {} on a CPU the task may not use; {} tasks run at their wakeup by the fast path",
+            self.inserted, self.extended, self.default, self.late, self.missing, self.not_allowed, self.fast
         )
     }
 }

@@ -126,6 +126,32 @@ impl Scheduler {
             .map_err(|e| format!("managing task {tid}: {e}"))
     }
 
+    /// Arms managed task `tid` for the fast path on wakeup: at its next
+    /// wakeup the scheduler runs it on `cpu` at once, for at most 1 ms,
+    /// preempting what runs there, before user space has heard of the
+    /// wakeup (whose event comes as always). For a task the hierarchy is
+    /// predicted to give `cpu` as soon as it wakes; where it then decides
+    /// otherwise, the decision written preempts it back into custody.
+    /// Once: the wakeup uses the arming up. `None` disarms.
+    pub fn arm(&self, tid: u32, cpu: Option<u32>) -> Result<(), String> {
+        let armed = find_map(&self.object, "armed")?;
+        match cpu {
+            Some(cpu) => armed
+                .update(
+                    &tid.to_ne_bytes(),
+                    &(cpu as i32).to_ne_bytes(),
+                    MapFlags::ANY,
+                )
+                .map_err(|e| format!("arming task {tid}: {e}")),
+            None => match armed.delete(&tid.to_ne_bytes()) {
+                Err(e) if e.kind() != libbpf_rs::ErrorKind::NotFound => {
+                    Err(format!("disarming task {tid}: {e}"))
+                }
+                _ => Ok(()),
+            },
+        }
+    }
+
     /// Stops managing `tid`: from its next enqueue it goes to the default
     /// DSQ. If it waits in custody now, it stays there until a decision
     /// names it; name it once, or unmanage only tasks that run or sleep.
@@ -257,7 +283,7 @@ impl Scheduler {
     /// What the BPF dispatch did so far, summed over the CPUs.
     pub fn stats(&self) -> Result<Stats, String> {
         let map = find_map(&self.object, "stats")?;
-        let mut sums = [0u64; 6];
+        let mut sums = [0u64; 7];
         for (key, sum) in sums.iter_mut().enumerate() {
             let per_cpu = map
                 .lookup_percpu(&(key as u32).to_ne_bytes(), MapFlags::ANY)
@@ -268,7 +294,7 @@ impl Scheduler {
                 .filter_map(|v| Some(u64::from_ne_bytes(v.get(..8)?.try_into().ok()?)))
                 .sum();
         }
-        let [inserted, extended, default, late, missing, not_allowed] = sums;
+        let [inserted, extended, default, late, missing, not_allowed, fast] = sums;
         Ok(Stats {
             inserted,
             extended,
@@ -276,6 +302,7 @@ impl Scheduler {
             late,
             missing,
             not_allowed,
+            fast,
         })
     }
 

@@ -25,6 +25,10 @@ impl Scheduler {
         match self.never {}
     }
 
+    pub fn arm(&self, _tid: u32, _cpu: Option<u32>) -> Result<(), String> {
+        match self.never {}
+    }
+
     pub fn unmanage(&self, _tid: u32) -> Result<(), String> {
         match self.never {}
     }

@@ -176,10 +176,9 @@ fn run_live_with(
     };
     options(&mut opts);
     if backend == hsched_live::run::Backend::Scx {
-        // The agent's ways of holding a thread back; sched_ext's custody
+        // The agent's way of holding a thread back; sched_ext's custody
         // gives a thread off its CPU nothing, as hard parking does.
         opts.hard_parking = false;
-        opts.speculate = false;
     }
     let outcome =
         hsched_live::run::run_to_outcome(&scn, &opts).map_err(|e| format!("{path}: {e}"))?;

@@ -24,6 +24,12 @@
  *    managed tasks reach user space through the `events` ring buffer.
  *  - What a managed task creates is managed from its creation: user space
  *    learns of it from its fork event, before its first wakeup.
+ *  - The fast path on wakeup: user space may arm a task on a CPU (`armed`),
+ *    predicting that its hierarchy will give it that CPU as soon as it
+ *    wakes. At that wakeup this program inserts it there at once, for at
+ *    most FAST_SLICE_NS, and preempts what runs, without waiting for user
+ *    space; user space then decides as always, and where it decides
+ *    otherwise its decision preempts the task back into custody.
  *  - User space also records which CPU's decision names each task
  *    (`wanted`): a task named there that enters custody (preempted on
  *    another CPU, say) kicks that CPU, whose dispatch may have found it
@@ -50,6 +56,8 @@ char _license[] SEC("license") = "GPL";
 #define MAX_CPUS 256
 #define DEFAULT_DSQ 0
 #define SLICE_DEFAULT_NS 5000000ULL
+/* The longest a task dispatched at its wakeup runs before user space decides. */
+#define FAST_SLICE_NS 1000000ULL
 
 /* The kinds of a decision; 0, what a fresh map holds, runs the default. */
 #define DECISION_RUN_DEFAULT 0
@@ -133,7 +141,8 @@ struct {
  * `Stats` in the loader): a decided task inserted, the running one's
  * slice extended, the default consumed, a decision whose horizon had
  * passed, one whose task was not in custody (not runnable, or running
- * elsewhere), and one whose task may not run on this CPU.
+ * elsewhere), one whose task may not run on this CPU; and a task
+ * dispatched at its wakeup by the fast path (counted at enqueue).
  */
 enum hsched_stat {
 	STAT_INSERTED,
@@ -142,6 +151,7 @@ enum hsched_stat {
 	STAT_LATE,
 	STAT_MISSING,
 	STAT_NOT_ALLOWED,
+	STAT_FAST,
 	HSCHED_NR_STATS,
 };
 
@@ -160,6 +170,14 @@ static void count(enum hsched_stat which)
 	if (n)
 		(*n)++;
 }
+
+/* Tasks armed for the fast path on wakeup (tid -> cpu), by user space. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, u32);
+	__type(value, s32);
+} armed SEC(".maps");
 
 struct exit_record exit_record;
 
@@ -278,6 +296,19 @@ void BPF_STRUCT_OPS(hsched_enqueue, struct task_struct *p, u64 enq_flags)
 	if (is_managed(p)) {
 		s32 *target;
 
+		target = (enq_flags & SCX_ENQ_WAKEUP) ? bpf_map_lookup_elem(&armed, &tid) : NULL;
+		if (target) {
+			s32 fast = *target;
+
+			/* Armed once: the prediction is for this wakeup. */
+			bpf_map_delete_elem(&armed, &tid);
+			if (bpf_cpumask_test_cpu(fast, p->cpus_ptr)) {
+				count(STAT_FAST);
+				insert(p, SCX_DSQ_LOCAL_ON | fast, FAST_SLICE_NS, SCX_ENQ_HEAD);
+				scx_bpf_kick_cpu(fast, SCX_KICK_PREEMPT);
+				return;
+			}
+		}
 		/* Custody: the task waits here until a decision names it. */
 		bpf_map_update_elem(&queued, &tid, &now, BPF_ANY);
 		target = bpf_map_lookup_elem(&wanted, &tid);
@@ -413,6 +444,7 @@ void BPF_STRUCT_OPS(hsched_exit_task, struct task_struct *p, struct scx_exit_tas
 	emit(EVENT_EXIT, p);
 	bpf_map_delete_elem(&queued, &tid);
 	bpf_map_delete_elem(&wanted, &tid);
+	bpf_map_delete_elem(&armed, &tid);
 	bpf_map_delete_elem(&managed, &tid);
 }
 
