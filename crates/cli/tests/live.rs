@@ -84,7 +84,15 @@ fn the_live_example_shares_the_cpu_as_the_simulation_does() {
     let _hogs = hsched_testkit::require!("stress-ng", UnmanagedHogs::start(2));
     let file = repo().join("scenarios/live/two-hogs-rr.toml");
     let file = file.to_str().unwrap();
-    let out = hsched(&["live", file, "--horizon", "2s", "--json"]);
+    let out = hsched(&[
+        "live",
+        file,
+        "--backend",
+        "agent",
+        "--horizon",
+        "2s",
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let live: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let out = hsched(&["sim", file, "--horizon", "2s", "--json"]);
@@ -1429,4 +1437,56 @@ program = [ { run = "100s" } ]
     for why in ["is the root and cannot be unloaded", "not a regular file"] {
         assert!(log.contains(why), "{log}");
     }
+}
+
+/// Where the kernel has no sched_ext, `--backend scx` and `--partial` are
+/// refused with exit 2 saying why, before anything is managed; `--park
+/// hard` is the agent's; and without `--backend` the agent runs, the log
+/// saying why sched_ext was not used.
+#[test]
+fn the_sched_ext_backend_says_why_it_cannot_run_here() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    hsched_testkit::require!(
+        "a kernel without sched_ext",
+        match std::path::Path::new("/sys/kernel/sched_ext").exists() {
+            true =>
+                Err("this kernel has sched_ext (its tests run in the guest: scx_guest.rs)".into()),
+            false => Ok(()),
+        }
+    );
+    let file = repo().join("scenarios/live/two-hogs-rr.toml");
+    let file = file.to_str().unwrap();
+    let out = hsched(&["live", file, "--backend", "scx", "--horizon", "200ms"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let why = text(&out.stderr);
+    assert!(
+        why.contains("the sched_ext backend: ")
+            && (why.contains("no sched_ext") || why.contains("without the `scx` feature")),
+        "{why}"
+    );
+    let out = hsched(&["live", file, "--partial", "--horizon", "200ms"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr)
+            .contains("--partial is a mode of the sched_ext backend, which is not available"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = hsched(&["live", file, "--park", "hard", "--backend", "scx"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("--park hard is the user-space agent's"));
+
+    hsched_testkit::require!("root", realtime());
+    let out = hsched(&["live", file, "--horizon", "300ms", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let run: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(run["global"]["platform"], "live");
+    let first = &run["log"][0];
+    assert!(
+        first["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("backend: the user-space agent (sched_ext not used: "),
+        "{first}"
+    );
 }

@@ -564,3 +564,70 @@ program = [ { loop = { body = [ { run = "1s" } ] } } ]
         "without --speculate nothing is armed: {plain_log}"
     );
 }
+
+/// Run by hand for the figures the issue asks for (`cargo test -p hsched
+/// --features scx --test scx_guest figures_under_emulation -- --ignored
+/// --nocapture`): the decision path's cost on both backends side by side
+/// in one guest, two hogs under `rr` with a 1 ms quantum (1,000 decisions
+/// a second): the agent's CPU time per decision, sampled from its
+/// `/proc` stat over 3 s of the run against the decisions `hsched ctl
+/// status` counts over the same 3 s, and under sched_ext the BPF
+/// programs' own time (`kernel.bpf_stats_enabled`, read with bpftool);
+/// then `hsched repro --live --backend scx` for the entries that need no
+/// other program. Emulation slows all of it many times over: these are
+/// functional figures, not timings of real hardware.
+#[test]
+#[ignore = "figures for the record, run by hand"]
+fn figures_under_emulation() {
+    require!("the sched_ext guest", guest::requirements());
+    let bpftool = hsched_testkit::program("bpftool").unwrap();
+    let scenario = r#"
+name = "rr-1ms"
+horizon = "6s"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "rr"
+policy = "rr"
+quantum = "1ms"
+[[thread]]
+name = "hog"
+count = 2
+parent = "rr"
+command = ["sh", "-c", "while :; do :; done"]
+program = [ { loop = { body = [ { run = "1s" } ] } } ]
+"#;
+    let script = r#"
+echo 1 > /proc/sys/kernel/bpf_stats_enabled
+cpu() { set -- $(cut -d' ' -f14,15 /proc/$1/stat); echo $(($1 + $2)); }
+decisions() { hsched ctl --socket /tmp/c.sock status | head -1 | sed 's/.*decisions //'; }
+for b in agent scx; do
+  hsched live /s/rr.toml --backend $b --socket /tmp/c.sock --json /tmp/$b.json 2>/tmp/$b.err &
+  pid=$!
+  i=0; until hsched ctl --socket /tmp/c.sock status >/dev/null 2>&1; do sleep 0.2; i=$((i+1)); [ $i -gt 150 ] && break; done
+  sleep 1
+  c0=$(cpu $pid); d0=$(decisions); [ $b = scx ] && bpftool prog show > /tmp/p0
+  sleep 3
+  c1=$(cpu $pid); d1=$(decisions); [ $b = scx ] && bpftool prog show > /tmp/p1
+  wait $pid
+  echo "$b: agent CPU $((c1 - c0)) ticks (10 ms) over $((d1 - d0)) decisions in 3 s"
+  grep -o '"name": "hog[^"]*"\|"share": [0-9.]*' /tmp/$b.json | tr '\n' ' '; echo
+  grep -o 'sched_ext dispatch[^"]*' /tmp/$b.json
+  cat /tmp/$b.err
+done
+echo "BPF programs, at 1 s and 4 s of the run:"
+grep -A1 'struct_ops' /tmp/p0 | grep -o 'name [a-z_]*\|run_time_ns [0-9]*\|run_cnt [0-9]*' | tr '\n' ' '; echo
+grep -A1 'struct_ops' /tmp/p1 | grep -o 'name [a-z_]*\|run_time_ns [0-9]*\|run_cnt [0-9]*' | tr '\n' ' '; echo
+for e in live-sim-shares live-hls-table5 live-vassal-table2; do
+  hsched repro --live --backend scx $e 2>&1
+done
+"#;
+    let out = Guest::new()
+        .binary_at(HSCHED, "/bin/hsched")
+        .binary_at(&bpftool, "/bin/bpftool")
+        .file("/s/rr.toml", scenario.as_bytes().to_vec())
+        .script(script)
+        .run(Duration::from_secs(1500))
+        .unwrap_or_else(|e| panic!("{e}"));
+    println!("{}\n{}", out.stdout, out.stderr);
+}

@@ -1,5 +1,7 @@
 //! hsched live: the platform that schedules real Linux threads and
-//! processes from user space, on a stock kernel (no sched_ext, no module).
+//! processes: through hsched's sched_ext scheduler ([`hsched_scx`]) where
+//! the kernel has sched_ext, or from user space on a stock kernel (no
+//! module), by [`agent`]'s two backends.
 //!
 //! The Linux side: [`sys`], the calls made on threads the agent does not
 //! own (policy and priority, affinity, stop and continue, `/proc`);

@@ -20,7 +20,7 @@
 //! |---|---|---|
 //! | `format_version` | int | version of this layout (1); bumped when a key changes meaning or goes away |
 //! | `global.scenario` | string | scenario name |
-//! | `global.platform` | string | platform that ran it (`sim`, `live`) |
+//! | `global.platform` | string | platform that ran it (`sim`; `live-scx` or `live`: `hsched live` on sched_ext or on the user-space agent) |
 //! | `global.seed` | int | seed of the run |
 //! | `global.cpus` | int | physical CPUs |
 //! | `global.horizon_ns` | int | span covered by the run |

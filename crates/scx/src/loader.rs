@@ -48,6 +48,7 @@ impl Scheduler {
     /// timeout are written into the scheduler's `sched_ext_ops` before the
     /// kernel sees it.
     pub fn load_with(options: &Options) -> Result<Scheduler, String> {
+        crate::available()?;
         if options.timeout > MAX_TIMEOUT || options.timeout.is_zero() {
             return Err(format!(
                 "a watchdog timeout of {:?}: the kernel takes one above 0 and up to {MAX_TIMEOUT:?}",
