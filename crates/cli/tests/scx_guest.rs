@@ -187,14 +187,8 @@ program = [ { loop = { body = [ { run = "1s" } ] } } ]
     assert!(ts["received_ns"].as_u64().unwrap() > 0, "{ts}");
 }
 
-/// A warped BVT thread is dispatched ahead of the hogs at its wakeups: the
-/// same scenario with and without its warp, in one guest, side by side.
-/// Unwarped, a waking thread waits until the running hog's lead on it
-/// passes the context-switch allowance (20 ms); warped, it runs at once.
-#[test]
-fn a_warped_bvt_thread_runs_ahead_of_hogs_at_its_wakeups() {
-    require!("the sched_ext guest", guest::requirements());
-    let warped = r#"
+/// A warped BVT thread (a 3 ms job every 33 ms) beside two hogs, one CPU.
+const BVT_WARP: &str = r#"
 name = "bvt-warp"
 horizon = "4s"
 seed = 1
@@ -219,6 +213,15 @@ at = { advance = 1 }
 command = ["sh", "-c", "while :; do :; done"]
 program = [ { loop = { body = [ { run = "1s" } ] } } ]
 "#;
+
+/// A warped BVT thread is dispatched ahead of the hogs at its wakeups: the
+/// same scenario with and without its warp, in one guest, side by side.
+/// Unwarped, a waking thread waits until the running hog's lead on it
+/// passes the context-switch allowance (20 ms); warped, it runs at once.
+#[test]
+fn a_warped_bvt_thread_runs_ahead_of_hogs_at_its_wakeups() {
+    require!("the sched_ext guest", guest::requirements());
+    let warped = BVT_WARP;
     let unwarped = warped.replace("warp_on = true", "warp_on = false");
     let out = in_guest(
         &[("/s/warped.toml", warped), ("/s/unwarped.toml", &unwarped)],
@@ -487,31 +490,7 @@ program = [ { run = "100s" } ]
 #[test]
 fn the_fast_path_runs_a_predicted_thread_at_its_wakeup() {
     require!("the sched_ext guest", guest::requirements());
-    let scenario = r#"
-name = "bvt-warp-fast"
-horizon = "4s"
-seed = 1
-[machine]
-cpus = 1
-watchdog = "off"
-[[scheduler]]
-name = "bvt"
-policy = "bvt"
-mcu = "1ms"
-allowance = "20ms"
-[[thread]]
-name = "video"
-parent = "bvt"
-at = { advance = 1, warp = 50000, warp_on = true }
-program = [ { periodic = { period = "33ms", deadline = "33ms", run = "3ms" } } ]
-[[thread]]
-name = "hog"
-count = 2
-parent = "bvt"
-at = { advance = 1 }
-command = ["sh", "-c", "while :; do :; done"]
-program = [ { loop = { body = [ { run = "1s" } ] } } ]
-"#;
+    let scenario = BVT_WARP;
     let out = in_guest(
         &[("/s/warp.toml", scenario)],
         "hsched live /s/warp.toml --backend scx --json /tmp/plain.json || echo \"exit $?\"\n\

@@ -245,6 +245,34 @@ pub fn kernel_watchdog(watchdog: Option<hsched_core::Duration>) -> Duration {
         .min(hsched_scx::MAX_TIMEOUT)
 }
 
+/// Makes the calling thread the agent: its memory locked, pinned to CPU
+/// `home` (if given; it must be one this process may use), at
+/// `SCHED_FIFO` [`AGENT_PRIORITY`]. Returns the CPUs the process was
+/// allowed before (the commands it starts get them).
+fn raise_self(home: Option<usize>) -> Result<Vec<usize>, String> {
+    let _ = sys::lock_memory();
+    let all_cpus = sys::get_affinity(0).map_err(|e| format!("the agent's CPUs: {e}"))?;
+    if let Some(home) = home {
+        if !all_cpus.contains(&home) {
+            return Err(format!(
+                "the agent's CPU {home} is not one this process may use ({all_cpus:?})"
+            ));
+        }
+        sys::set_affinity(0, &[home])
+            .map_err(|e| format!("pinning the agent to CPU {home}: {e}"))?;
+    }
+    // Reset on fork: the commands the agent starts begin at the default
+    // policy, not at the agent's real-time priority (which the guardian
+    // would otherwise take for their original state).
+    let agent = SchedAttr {
+        flags: sys::SCHED_FLAG_RESET_ON_FORK,
+        ..SchedAttr::fifo(AGENT_PRIORITY)
+    };
+    sys::set_attr(0, &agent)
+        .map_err(|e| format!("raising the agent to SCHED_FIFO {AGENT_PRIORITY}: {e}"))?;
+    Ok(all_cpus)
+}
+
 /// How far ahead a decision's horizon lies when the dispatcher has no
 /// deadline: the agent's loop turns at least every [`HEARTBEAT_EVERY`] and
 /// writes it afresh, so a running thread never meets it.
@@ -716,25 +744,8 @@ impl Agent {
         // which is then the only one left to give the threads back.
         // SAFETY: setting a signal's disposition to ignore.
         unsafe { libc::signal(libc::SIGPIPE, libc::SIG_IGN) };
-        let _ = sys::lock_memory();
-        let all_cpus = sys::get_affinity(0).map_err(|e| format!("the agent's CPUs: {e}"))?;
         let home = home.or(cpus.first().copied()).ok_or("no CPU to manage")?;
-        if !all_cpus.contains(&home) {
-            return Err(format!(
-                "the agent's CPU {home} is not one this process may use ({all_cpus:?})"
-            ));
-        }
-        sys::set_affinity(0, &[home])
-            .map_err(|e| format!("pinning the agent to CPU {home}: {e}"))?;
-        // Reset on fork: the commands the agent starts begin at the
-        // default policy, not at the agent's real-time priority (which the
-        // guardian would otherwise take for their original state).
-        let agent = SchedAttr {
-            flags: sys::SCHED_FLAG_RESET_ON_FORK,
-            ..SchedAttr::fifo(AGENT_PRIORITY)
-        };
-        sys::set_attr(0, &agent)
-            .map_err(|e| format!("raising the agent to SCHED_FIFO {AGENT_PRIORITY}: {e}"))?;
+        let all_cpus = raise_self(Some(home))?;
         // Opened before any thread is managed (it takes milliseconds), so
         // that the clock starts after it.
         let events = SchedEvents::open(&[]).map_err(|e| format!("kernel events: {e}"))?;
@@ -771,18 +782,7 @@ impl Agent {
             whole_machine,
             timeout: kernel_watchdog(watchdog),
         })?;
-        let _ = sys::lock_memory();
-        let all_cpus = sys::get_affinity(0).map_err(|e| format!("the agent's CPUs: {e}"))?;
-        if let Some(home) = home {
-            sys::set_affinity(0, &[home])
-                .map_err(|e| format!("pinning the agent to CPU {home}: {e}"))?;
-        }
-        let agent = SchedAttr {
-            flags: sys::SCHED_FLAG_RESET_ON_FORK,
-            ..SchedAttr::fifo(AGENT_PRIORITY)
-        };
-        sys::set_attr(0, &agent)
-            .map_err(|e| format!("raising the agent to SCHED_FIFO {AGENT_PRIORITY}: {e}"))?;
+        let all_cpus = raise_self(home)?;
         let scx = Scx {
             sched,
             written: vec![None; cpus.len()],

@@ -262,8 +262,8 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
     if let Some(path) = &opts.control {
         agent.listen(path)?;
     }
-    // Autogroup shares the fair class; under sched_ext's partial mode the
-    // managed threads are not in it.
+    // Autogroup shares the fair class, which the managed threads leave
+    // under sched_ext.
     let autogroup_off = !scx && !opts.keep_autogroup && agent.autogroup_off()?;
     // What the run notes about the platform, for the log.
     let mut notes: Vec<hsched_model::LogEntry> = Vec::new();
