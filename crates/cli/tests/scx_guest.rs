@@ -58,6 +58,9 @@ fn shares(run: &serde_json::Value) -> Vec<(String, f64)> {
         .collect()
 }
 
+/// Two hogs under rr share their CPU within 5 points of half each, by the
+/// kernel's own running and stopping times; the run writes the same
+/// outputs as on the agent (JSON, trace, report, `--compare-sim`).
 #[test]
 fn two_hogs_under_rr_share_their_cpu_evenly() {
     require!("the sched_ext guest", guest::requirements());
@@ -65,10 +68,23 @@ fn two_hogs_under_rr_share_their_cpu_evenly() {
     let out = in_guest(
         &[("/s/two-hogs-rr.toml", scenario)],
         "hsched live /s/two-hogs-rr.toml --backend scx --json /tmp/run.json \
-         || echo \"exit $?\"\ncat /tmp/run.json\n",
+           --trace /tmp/trace.json --report /tmp/report.html --compare-sim >/tmp/compare.txt \
+         || echo \"exit $?\"\n\
+         for f in trace.json report.html; do [ -s /tmp/$f ] && echo \"$f written\"; done\n\
+         cat /tmp/compare.txt; echo '@@'; cat /tmp/run.json\n",
     );
     assert_eq!(out.code, 0, "{out:#?}");
-    let run = json(&out.stdout);
+    let (said, run) = out.stdout.split_once("@@\n").expect("the run's output");
+    assert!(
+        said.starts_with("trace.json written\nreport.html written\n"),
+        "{said}"
+    );
+    // The comparison names both platforms, thread by thread.
+    assert!(
+        said.contains("live-scx") && said.contains("hog.1"),
+        "{said}"
+    );
+    let run = json(run);
     assert_eq!(run["global"]["platform"], "live-scx", "{run}");
     let shares = shares(&run);
     assert_eq!(shares.len(), 2, "{shares:?}");
@@ -483,10 +499,9 @@ program = [ { run = "100s" } ]
 /// The fast path on wakeup (`--speculate`): the warped BVT thread of the
 /// test above, predicted to win its CPU at each wakeup, is armed at each
 /// block, and the BPF scheduler runs it at its wakeup before the agent
-/// hears of it; the hierarchy agrees with nearly every prediction. (Under
-/// emulation about a third of the armed wakeups took the fast path, 31 to
-/// 34 of about 102, and its latency gain was within the noise; the rest
-/// found no arming at their enqueue, for a reason not yet found.)
+/// hears of it. Side by side with the same run without it: nearly every
+/// wakeup takes the fast path, the hierarchy agrees with nearly every
+/// prediction, and the thread's typical wait is shorter.
 #[test]
 fn the_fast_path_runs_a_predicted_thread_at_its_wakeup() {
     require!("the sched_ext guest", guest::requirements());
@@ -536,7 +551,8 @@ fn the_fast_path_runs_a_predicted_thread_at_its_wakeup() {
     // About 120 periods in 4 s; the first wakeups are not armed yet.
     assert!(woke >= 60, "{log}");
     assert!(wrong * 10 <= woke, "{log}");
-    assert!(ran_fast * 10 >= woke, "{log}");
+    assert!(ran_fast * 10 >= woke * 9, "{log}");
+    assert!(p50(&fast) < p50(&plain), "{log}");
     let plain_log = plain["log"].to_string();
     assert!(
         plain_log.contains(" 0 tasks run at their wakeup by the fast path"),

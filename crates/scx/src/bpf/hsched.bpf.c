@@ -35,8 +35,8 @@
  *    another CPU, say) kicks that CPU, whose dispatch may have found it
  *    missing a moment before.
  *
- * Whole machine (the default; user space clears SCX_OPS_SWITCH_PARTIAL
- * before loading): every SCHED_NORMAL task is scheduled here; those user
+ * Whole machine (`hsched live`'s default; the loader clears
+ * SCX_OPS_SWITCH_PARTIAL below before loading): every SCHED_NORMAL task is scheduled here; those user
  * space does not manage wait in the default DSQ, and user space hears when
  * that queue starts to hold tasks and when a CPU running the default finds
  * it empty (EVENT_OTHERS), so that its hierarchy can count them as one
@@ -226,10 +226,23 @@ static bool is_managed(struct task_struct *p)
 
 /*
  * Switches (running, stopping while still runnable) do not wake user
- * space: they are for its figures, read when something else wakes it. Woken by each, a decider
- * sharing a CPU with the tasks it schedules would preempt one, which is a
- * switch, which wakes it again.
+ * space: they are for its figures, read when something else wakes it.
+ * Woken by each, a decider sharing a CPU with the tasks it schedules would
+ * preempt one, which is a switch, which wakes it again. (Nor does
+ * quiescent, which the stopping before it has told.) Every other event
+ * forces the wakeup: by default the ring buffer wakes its reader only when
+ * it has read everything before, and the switches left unread would keep
+ * it asleep (seen: a thread's block heard only at the agent's next timer,
+ * so that two thirds of the fast path's armings came after the wakeup
+ * they were for).
  */
+static u64 wakeup_flags(u32 kind, u32 other)
+{
+	if (kind == EVENT_RUNNING || kind == EVENT_QUIESCENT || (kind == EVENT_STOPPING && other))
+		return BPF_RB_NO_WAKEUP;
+	return BPF_RB_FORCE_WAKEUP;
+}
+
 static void emit_with(u32 kind, struct task_struct *p, u32 other)
 {
 	struct event *e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
@@ -241,8 +254,7 @@ static void emit_with(u32 kind, struct task_struct *p, u32 other)
 	e->cpu = bpf_get_smp_processor_id();
 	e->other = other;
 	e->time_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, kind == EVENT_RUNNING || (kind == EVENT_STOPPING && other) ?
-				      BPF_RB_NO_WAKEUP : 0);
+	bpf_ringbuf_submit(e, wakeup_flags(kind, other));
 }
 
 static void emit(u32 kind, struct task_struct *p)
@@ -265,7 +277,7 @@ static void others(u32 ready)
 	e->cpu = bpf_get_smp_processor_id();
 	e->other = ready;
 	e->time_ns = bpf_ktime_get_ns();
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, wakeup_flags(EVENT_OTHERS, ready));
 }
 
 static struct decision *decision_of(s32 cpu)
