@@ -8,6 +8,11 @@
 //! SIGTERM: an orderly stop with the outputs written;
 //! a policy the watchdog ejects hands its threads back to Linux; rtwake's
 //! wakeups of the worker never come early.
+//!
+//! These are the user-space agent's tests: each run names `--backend
+//! agent` (on a sched_ext kernel the default would be the other backend,
+//! whose tests boot a guest: scx_guest.rs); the last test checks the
+//! choice of backend itself.
 
 mod common;
 
@@ -136,7 +141,7 @@ fn a_program_the_worker_cannot_run_is_refused_with_exit_2() {
         "name = \"locks\"\nhorizon = \"1s\"\n[[scheduler]]\nname = \"rr\"\npolicy = \"rr\"\n[[thread]]\nname = \"a\"\nprogram = [ { lock = \"m\" }, { run = \"1ms\" }, { unlock = \"m\" } ]\n",
     )
     .unwrap();
-    let out = hsched(&["live", file.to_str().unwrap()]);
+    let out = hsched(&["live", "--backend", "agent", file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = text(&out.stderr);
     assert!(
@@ -161,6 +166,8 @@ fn the_desktop_example_runs_on_workers_as_it_simulates() {
     // others -1.8 over 2 s, +0.5 and -1.4 over 4 s).
     let out = hsched(&[
         "live",
+        "--backend",
+        "agent",
         file.to_str().unwrap(),
         "--horizon",
         "4s",
@@ -394,7 +401,7 @@ policy = "fp"
     let mut slowest = Duration::ZERO;
     for _ in 0..RUNS {
         let mut agent = Command::new(env!("CARGO_BIN_EXE_hsched"))
-            .args(["live", "--park", "hard"])
+            .args(["live", "--backend", "agent", "--park", "hard"])
             .arg(&file)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -465,7 +472,7 @@ fn a_sigkilled_guardian_leaves_the_agent_to_give_everything_back_and_stop() {
         let (mut mine, pid, original) = own_hog();
         let _ = std::fs::remove_file(&json);
         let mut agent = Command::new(env!("CARGO_BIN_EXE_hsched"))
-            .arg("live")
+            .args(["live", "--backend", "agent"])
             .arg(&file)
             .args(["--horizon", "60s", "--json"])
             .arg(&json)
@@ -554,7 +561,7 @@ fn sigint_and_sigterm_stop_a_live_run_in_order() {
             let _ = std::fs::remove_file(out(f));
         }
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_hsched"));
-        cmd.arg("live")
+        cmd.args(["live", "--backend", "agent"])
             .arg(&file)
             .args(["--horizon", "60s", "--attach"])
             .arg(format!("hog.1={pid}"))
@@ -686,7 +693,7 @@ parent = "root"
     )
     .unwrap();
     let mut agent = Command::new(env!("CARGO_BIN_EXE_hsched"))
-        .arg("live")
+        .args(["live", "--backend", "agent"])
         .arg(&file)
         .arg("--json")
         .stdout(Stdio::piped())
@@ -770,6 +777,8 @@ fn an_attached_process_is_scheduled_then_given_back_running() {
     let attach = format!("hog.1={pid}");
     let out = hsched(&[
         "live",
+        "--backend",
+        "agent",
         file.to_str().unwrap(),
         "--horizon",
         "1s",
@@ -805,7 +814,7 @@ fn bad_attachments_are_refused_with_exit_2() {
         ("hog.0", "expected NAME=PID"),
         ("hog.0=x", "is not a process id"),
     ] {
-        let out = hsched(&["live", file, "--attach", arg]);
+        let out = hsched(&["live", "--backend", "agent", file, "--attach", arg]);
         assert_eq!(out.status.code(), Some(2), "{arg}");
         assert!(
             text(&out.stderr).contains(want),
@@ -818,7 +827,7 @@ fn bad_attachments_are_refused_with_exit_2() {
 /// `hsched live SCENARIO --json --socket SOCKET`, its output piped.
 fn live_with_socket(scenario: &std::path::Path, socket: &str) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_hsched"))
-        .arg("live")
+        .args(["live", "--backend", "agent"])
         .arg(scenario)
         .args(["--json", "--socket", socket])
         .stdout(Stdio::piped())
@@ -1011,7 +1020,13 @@ command = ["sh", "-c", "while :; do :; done # {mark}"]
         ),
     )
     .unwrap();
-    let out = hsched(&["live", file.to_str().unwrap(), "--json"]);
+    let out = hsched(&[
+        "live",
+        "--backend",
+        "agent",
+        file.to_str().unwrap(),
+        "--json",
+    ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     // Parts of what the two families received together.
@@ -1039,6 +1054,8 @@ fn rtwake_wakes_the_worker_never_early() {
     let csv = tmp("live", "rtwake-jobs.csv");
     let out = hsched(&[
         "live",
+        "--backend",
+        "agent",
         file.to_str().unwrap(),
         "--park",
         "hard",
@@ -1098,10 +1115,18 @@ program = [ { loop = { body = [ { run = "1s" } ] } } ]
     )
     .unwrap();
     let file = file.to_str().unwrap();
-    let out = hsched(&["live", file, "--park", "hard", "--speculate"]);
+    let out = hsched(&[
+        "live",
+        "--backend",
+        "agent",
+        file,
+        "--park",
+        "hard",
+        "--speculate",
+    ]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     assert!(text(&out.stderr).contains("--speculate"));
-    let out = hsched(&["live", file, "--speculate", "--json"]);
+    let out = hsched(&["live", "--backend", "agent", file, "--speculate", "--json"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let line = result["log"]
@@ -1225,7 +1250,13 @@ program = [ {{ run = "1ms" }} ]
         ),
     )
     .unwrap();
-    let out = hsched(&["live", scenario.to_str().unwrap(), "--json"]);
+    let out = hsched(&[
+        "live",
+        "--backend",
+        "agent",
+        scenario.to_str().unwrap(),
+        "--json",
+    ]);
     assert!(
         out.status.success(),
         "{count} commands: {}",

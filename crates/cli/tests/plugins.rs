@@ -106,7 +106,7 @@ fn the_shipped_example_scenario_runs_live() {
     let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     hsched_testkit::require!("root", realtime());
     let scn = example_scenario("edf-live.toml", &lib("example-edf"));
-    let out = hsched(&["live", &scn.display().to_string()]);
+    let out = hsched(&["live", "--backend", "agent", &scn.display().to_string()]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
     for needle in [
@@ -155,6 +155,8 @@ fn live_with_socket(scenario: &Path, socket: &str) -> std::process::Child {
     let run = std::process::Command::new(env!("CARGO_BIN_EXE_hsched"))
         .args([
             "live",
+            "--backend",
+            "agent",
             &scenario.display().to_string(),
             "--json",
             "--socket",
