@@ -27,6 +27,9 @@ fn a_process_left_holding_the_output_ends_the_run_as_a_failure() {
         .arg("test")
         .env("CARGO", &fake)
         .env("CARGO_TARGET_DIR", &dir)
+        // Whether this machine can build the sched_ext backend only adds a
+        // skip (or, under CI, a failure) to the counts: not this test's.
+        .env_remove("CI")
         .output()
         .unwrap();
     let took = started.elapsed();
@@ -34,10 +37,9 @@ fn a_process_left_holding_the_output_ends_the_run_as_a_failure() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(took < Duration::from_secs(20), "took {took:?}");
     assert!(!out.status.success());
+    let last = stdout.trim_end().lines().last().unwrap_or_default();
     assert!(
-        stdout
-            .trim_end()
-            .ends_with("tests: 1 passed, 1 failed, 0 skipped"),
+        last.starts_with("tests: 1 passed, 1 failed, ") && last.ends_with(" skipped"),
         "{stdout}"
     );
     assert!(stderr.contains("still running"), "{stderr}");
