@@ -27,12 +27,16 @@
 //!
 //! **`rialto`** (Jones et al.; Table 1's Rialto row): `ALL -> RESCS+`. A
 //! `reserve { amount, period }` message gives the sender's activity RESCS
-//! amount, period (the last one an activity sends counts); a thread alone in
-//! its activity gets it on its edge, threads sharing an activity share it
-//! (their edges carry NULL and say so). Reservations and time constraints
-//! are promises: they need ALL (this `rialto` has no rate parameter, so
-//! RESU is not used). Reservations summing past the CPU are a warning:
-//! Rialto refuses the ones that do not fit when they are asked.
+//! of what Rialto grants for it, which may be less than asked: the
+//! requests are replayed, in thread then program order, through the
+//! policy's own scheduling graph ([`hsched_policies::rialto::grants`]),
+//! which scales a period down to a power-of-two multiple of its base
+//! period and refuses what does not fit. A thread alone in its activity
+//! gets the grant on its edge, threads sharing an activity share it
+//! (their edges carry NULL and say so), a refused request leaves NULL and
+//! a warning. Reservations and time constraints are promises: they need
+//! ALL (this `rialto` has no rate parameter, so RESU is not used).
+//! Reservations summing past the CPU are a warning too.
 //!
 //! **`rtwake`** (Vassal §5): `ALL -> NULL+`. It promises exact wake-ups,
 //! which only a scheduler that holds the whole CPU can keep; shares, none.
@@ -271,6 +275,8 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
     let mut reserved: BTreeMap<String, Guarantee> = BTreeMap::new();
     let mut members: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut askers: Vec<&str> = Vec::new();
+    // Every valid request, in the order the policy would get them.
+    let mut requests: Vec<(String, Duration, Duration)> = Vec::new();
     for (i, c) in node.children.iter().enumerate() {
         let activity = match str_param(c.params, "activity") {
             Ok(Some(a)) if !a.is_empty() => a.to_string(),
@@ -289,6 +295,7 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
                             match Guarantee::reservation(Shape::Continuous, Limit::Soft, a, p) {
                                 Ok(g) => {
                                     reserved.insert(activity.clone(), g);
+                                    requests.push((activity.clone(), a, p));
                                 }
                                 Err(e) => v.problems.push(node.child_problem(
                                     c,
@@ -337,21 +344,65 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
         ));
         return v;
     }
+    // What the policy's own graph grants, which may be less than asked.
+    let asked: Vec<(&str, Duration, Duration)> = requests
+        .iter()
+        .map(|(a, x, y)| (a.as_str(), *x, *y))
+        .collect();
+    let granted: BTreeMap<String, Result<Guarantee, String>> =
+        match hsched_policies::rialto::grants(node.params, &asked) {
+            Ok(grants) => grants
+                .into_iter()
+                .map(|(act, grant)| {
+                    let grant = grant.and_then(|(a, p)| {
+                        Guarantee::reservation(Shape::Continuous, Limit::Soft, a, p)
+                    });
+                    (act, grant)
+                })
+                .collect(),
+            Err(e) => {
+                v.problems
+                    .push(node.problem(Severity::Error, format!("{}: {e}", node.who())));
+                return v;
+            }
+        };
     for (i, c) in node.children.iter().enumerate() {
         if c.kind != ChildKind::Thread {
             continue;
         }
         let act = &activities[i];
-        let Some(g) = reserved.get(act) else {
+        let (Some(asked), Some(grant)) = (reserved.get(act), granted.get(act)) else {
             continue;
         };
+        let g = match grant {
+            Ok(g) => *g,
+            Err(why) => {
+                v.labels[i] =
+                    Label::because(Guarantee::Null, format!("its {asked} is refused: {why}"));
+                v.problems.push(node.child_problem(
+                    c,
+                    Severity::Warning,
+                    format!(
+                        "{} asks {} for {asked}, which it refuses: {why}",
+                        c.describe(),
+                        node.who()
+                    ),
+                ));
+                continue;
+            }
+        };
         let others = members[act].len() - 1;
-        v.labels[i] = if others == 0 {
-            Label::because(*g, "reserved by message")
-        } else {
+        v.labels[i] = if others > 0 {
             Label::because(
                 Guarantee::Null,
                 format!("shares activity `{act}`'s {g} with {others} other thread(s)"),
+            )
+        } else if g == *asked {
+            Label::because(g, "reserved by message")
+        } else {
+            Label::because(
+                g,
+                format!("granted for the {asked} asked: rialto scales a period down to a power-of-two multiple of its base"),
             )
         };
     }

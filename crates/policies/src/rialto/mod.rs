@@ -29,4 +29,4 @@ pub mod graph;
 pub mod inherit;
 pub mod policy;
 
-pub use policy::{Rialto, INFO};
+pub use policy::{grants, Rialto, INFO};
