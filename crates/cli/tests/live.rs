@@ -974,7 +974,10 @@ command = ["{exe}", "ctl", "--socket", "{socket}", "msg", "--thread", "hog", "--
     let since_move = result["global"]["horizon_ns"].as_u64().unwrap() - moved_at;
     assert!(
         fast["received_ns"].as_u64().unwrap() * 2 > since_move,
-        "{fast} in the {since_move} ns after the move"
+        "{fast} in the {since_move} ns after the move; the run: {} {}; its stderr: {}",
+        result["threads"],
+        result["log"],
+        text(&out.stderr)
     );
     let log = result["log"].to_string();
     assert!(log.contains("may speak only for its own threads"), "{log}");
