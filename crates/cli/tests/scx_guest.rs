@@ -37,6 +37,26 @@ fn in_guest(files: &[(&str, &str)], script: &str) -> GuestOutput {
     out
 }
 
+/// The guest script's lines that check that the two processes whose pids
+/// are in /tmp/pids both gain CPU time over a second (printing `both run`),
+/// then kill them.
+const BOTH_RUN: &str = "set -- $(cat /tmp/pids)\n\
+    a0=$(cut -d' ' -f1 /proc/$1/schedstat); b0=$(cut -d' ' -f1 /proc/$2/schedstat)\n\
+    sleep 1\n\
+    a1=$(cut -d' ' -f1 /proc/$1/schedstat); b1=$(cut -d' ' -f1 /proc/$2/schedstat)\n\
+    [ \"$a1\" -gt \"$a0\" ] && [ \"$b1\" -gt \"$b0\" ] && echo 'both run'\n\
+    kill -9 $1 $2\n";
+
+/// The scheduler `name` of a run's JSON.
+fn scheduler<'a>(run: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    run["schedulers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no scheduler `{name}` in {run}"))
+}
+
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
@@ -194,12 +214,7 @@ program = [ { loop = { body = [ { run = "1s" } ] } } ]
     assert!(share >= 0.19, "{reserved}");
     // The unmanaged hogs ran on its CPU too, in the default scheduler's
     // time (as `(others)`).
-    let ts = run["schedulers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "ts")
-        .unwrap();
+    let ts = scheduler(&run, "ts");
     assert!(ts["received_ns"].as_u64().unwrap() > 0, "{ts}");
 }
 
@@ -378,12 +393,7 @@ fn ctl_load_move_and_unload_work_on_the_sched_ext_backend() {
     for step in ["moved to `fast`", "moved to `ts`", "unloaded `fast`"] {
         assert!(log.contains(step), "no `{step}` in {log}");
     }
-    let fast = run["schedulers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|s| s["name"] == "fast")
-        .expect("the loaded scheduler is in the result");
+    let fast = scheduler(&run, "fast");
     // Under `fast` for a second: most of it.
     assert!(
         fast["received_ns"].as_u64().unwrap() > 500_000_000,
@@ -422,20 +432,14 @@ at = { prio = 1 }
 command = ["sh", "-c", "echo $$ >>/tmp/pids; while :; do :; done"]
 program = [ { run = "1000s" } ]
 "#;
-    let out = in_guest(
-        &[("/s/stall.toml", scenario)],
+    let script =
         "hsched live /s/stall.toml --backend scx --keep-commands --json /tmp/run.json 2>/tmp/err\n\
          echo \"exit $?\"\n\
-         echo \"state $(cat /sys/kernel/sched_ext/state)\"\n\
-         set -- $(cat /tmp/pids)\n\
-         a0=$(cut -d' ' -f1 /proc/$1/schedstat); b0=$(cut -d' ' -f1 /proc/$2/schedstat)\n\
-         sleep 1\n\
-         a1=$(cut -d' ' -f1 /proc/$1/schedstat); b1=$(cut -d' ' -f1 /proc/$2/schedstat)\n\
-         [ \"$a1\" -gt \"$a0\" ] && [ \"$b1\" -gt \"$b0\" ] && echo 'both run'\n\
-         kill -9 $1 $2\n\
-         cat /tmp/err >&2\n\
-         echo '@@'; cat /tmp/run.json\n",
-    );
+         echo \"state $(cat /sys/kernel/sched_ext/state)\"\n"
+            .to_string()
+            + BOTH_RUN
+            + "cat /tmp/err >&2\necho '@@'; cat /tmp/run.json\n";
+    let out = in_guest(&[("/s/stall.toml", scenario)], &script);
     let (said, run) = out.stdout.split_once("@@\n").expect("the run's output");
     assert_eq!(said, "exit 1\nstate disabled\nboth run\n", "{out:#?}");
     assert!(
@@ -482,13 +486,8 @@ program = [ { run = "100s" } ]
            echo \"during $(cat /sys/kernel/sched_ext/state)\"\n\
            kill -9 $live\n\
            i=0; while [ \"$(cat /sys/kernel/sched_ext/state)\" != disabled ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i+1)); done\n\
-           echo \"after $(cat /sys/kernel/sched_ext/state)\"\n\
-           set -- $(cat /tmp/pids)\n\
-           a0=$(cut -d' ' -f1 /proc/$1/schedstat); b0=$(cut -d' ' -f1 /proc/$2/schedstat)\n\
-           sleep 1\n\
-           a1=$(cut -d' ' -f1 /proc/$1/schedstat); b1=$(cut -d' ' -f1 /proc/$2/schedstat)\n\
-           [ \"$a1\" -gt \"$a0\" ] && [ \"$b1\" -gt \"$b0\" ] && echo 'both run'\n\
-           kill -9 $1 $2\n";
+           echo \"after $(cat /sys/kernel/sched_ext/state)\"\n"
+        + BOTH_RUN;
     let out = in_guest(&[("/s/killed.toml", scenario)], &script);
     assert_eq!(
         out.stdout, "during enabled\nafter disabled\nboth run\n",

@@ -227,8 +227,28 @@ struct Scx {
     sched: hsched_scx::Scheduler,
     /// By CPU, the decision as last written.
     written: Vec<Option<hsched_scx::Decision>>,
-    /// By dispatcher thread id: given the `SCHED_EXT` policy already.
-    entered: Vec<bool>,
+    /// The ring buffer's events as last read (kept for its capacity: it is
+    /// read on every turn of the loop).
+    events: Vec<hsched_scx::Event>,
+}
+
+impl Scx {
+    /// Writes decision `decision` for the dispatcher's CPU `c` (real CPU
+    /// `cpu`), and kicks that CPU if `kick`.
+    fn write(
+        &mut self,
+        c: usize,
+        cpu: usize,
+        decision: hsched_scx::Decision,
+        kick: bool,
+    ) -> Result<(), String> {
+        self.written[c] = Some(decision);
+        self.sched.set_decision(cpu as u32, decision)?;
+        if kick {
+            self.sched.kick(cpu as u32)?;
+        }
+        Ok(())
+    }
 }
 
 /// The kernel's watchdog timeout for the sched_ext scheduler under a
@@ -302,19 +322,9 @@ impl LivePlatform {
     /// away, in which it shows as running.
     fn park(&mut self, t: ThreadId) {
         let tid = self.tids[t.index()];
-        if self.others == Some(t) {
-            return; // no task of its own (tid 0 would be the agent)
-        }
-        if let Some(scx) = &mut self.scx {
+        if self.scx.is_some() {
             // Under sched_ext a thread off its CPU waits in the
-            // scheduler's custody: it needs only to be there.
-            if scx.entered.len() <= t.index() {
-                scx.entered.resize(t.index() + 1, false);
-            }
-            if !std::mem::replace(&mut scx.entered[t.index()], true) {
-                let r = sys::set_attr(tid, &EXT_ATTR);
-                self.note(tid, r);
-            }
+            // scheduler's custody (see `take_over`).
             return;
         }
         let r = if self.hard {
@@ -323,6 +333,18 @@ impl LivePlatform {
             sys::set_attr(tid, &SchedAttr::fair(SCHED_IDLE, 0))
         }
         .and_then(|()| self.pin(t, None));
+        self.note(tid, r);
+    }
+
+    /// Takes managed thread `t` over, held back until the hierarchy gives
+    /// it a CPU: parked; under sched_ext, given the `SCHED_EXT` policy,
+    /// which puts it in the scheduler's custody.
+    fn take_over(&mut self, t: ThreadId) {
+        if self.scx.is_none() {
+            return self.park(t);
+        }
+        let tid = self.tids[t.index()];
+        let r = sys::set_attr(tid, &EXT_ATTR);
         self.note(tid, r);
     }
 
@@ -341,7 +363,7 @@ impl LivePlatform {
         let tid = self.tids[t.index()];
         let fresh = std::mem::take(&mut self.fresh[t.index()]);
         self.woke_to_cpu[t.index()] = self.waking == Some(t);
-        if self.scx.is_some() || self.others == Some(t) {
+        if self.scx.is_some() {
             // The decision is written at the end of the turn (flush).
             let r = self.release(t);
             self.note(tid, r);
@@ -543,14 +565,9 @@ impl LivePlatform {
                 ) if a == b => until_ns < before || now >= before,
                 _ => true,
             };
-            let cpu = self.cpus[c] as u32;
-            let mut r = scx.sched.set_decision(cpu, decision);
-            if r.is_ok() && kick {
-                r = scx.sched.kick(cpu);
-            }
-            scx.written[c] = Some(decision);
+            let cpu = self.cpus[c];
             self.changes += 1;
-            if let Err(e) = r {
+            if let Err(e) = scx.write(c, cpu, decision, kick) {
                 self.errors.push(format!("CPU {cpu}: {e}"));
             }
         }
@@ -590,18 +607,14 @@ impl LivePlatform {
         let Some(scx) = &mut self.scx else {
             return Vec::new();
         };
-        let mut failures = Vec::new();
-        for (c, &cpu) in self.cpus.iter().enumerate() {
-            let r = scx
-                .sched
-                .set_decision(cpu as u32, hsched_scx::Decision::RunDefault)
-                .and_then(|()| scx.sched.kick(cpu as u32));
-            scx.written[c] = Some(hsched_scx::Decision::RunDefault);
-            if let Err(e) = r {
-                failures.push(format!("CPU {cpu}: {e}"));
-            }
-        }
-        failures
+        let default = hsched_scx::Decision::RunDefault;
+        (self.cpus.iter().enumerate())
+            .filter_map(|(c, &cpu)| {
+                scx.write(c, cpu, default, true)
+                    .err()
+                    .map(|e| format!("CPU {cpu}: {e}"))
+            })
+            .collect()
     }
 
     fn note(&mut self, tid: i32, r: io::Result<()>) {
@@ -786,7 +799,7 @@ impl Agent {
         let scx = Scx {
             sched,
             written: vec![None; cpus.len()],
-            entered: Vec::new(),
+            events: Vec::new(),
         };
         Agent::assemble(cpus, watchdog, all_cpus, Some(scx))
     }
@@ -928,7 +941,7 @@ impl Agent {
         })?;
         // A thread with no kernel task: id 0, which nothing managed has
         // (and which the give-backs skip).
-        self.originals.push(Original {
+        let original = Original {
             tid: 0,
             tgid: 0,
             policy: sys::SCHED_OTHER,
@@ -936,20 +949,39 @@ impl Agent {
             nice: 0,
             flags: 0,
             cpus: Vec::new(),
-        });
-        self.platform.tids.push(0);
-        self.platform.pids.push(0);
+        };
+        self.record(t, 0, original, t, &Params::new());
+        self.platform.others = Some(t);
+        Ok(t)
+    }
+
+    /// Records dispatcher thread `t`: kernel task `pid` (0: none), as
+    /// `original` was before, in family `family`, attached with `params`.
+    fn record(
+        &mut self,
+        t: ThreadId,
+        pid: i32,
+        original: Original,
+        family: ThreadId,
+        params: &Params,
+    ) {
+        debug_assert_eq!(
+            t.index(),
+            self.originals.len(),
+            "threads are recorded in order"
+        );
+        self.platform.tids.push(original.tid);
+        self.platform.pids.push(pid);
         self.platform.fresh.push(false);
         self.platform.at_gate.push(None);
         self.platform.woke_to_cpu.push(false);
         self.platform.armed.push(false);
-        self.family.push(t);
-        self.params.push(Params::new());
+        self.originals.push(original);
+        self.family.push(family);
+        self.params.push(params.clone());
         self.exits.push(None);
         self.released.push(false);
         self.held.push(false);
-        self.platform.others = Some(t);
-        Ok(t)
     }
 
     /// [`Agent::manage`] for a command held at a gate
@@ -1024,7 +1056,6 @@ impl Agent {
     ) -> Result<ThreadId, String> {
         self.tell(&Line::Manage(original.clone()))
             .map_err(|e| format!("telling the guardian: {e}"))?;
-        self.originals.push(original);
         let (t, admitted) = self.disp.add_thread(name, sched, params);
         // A descendant its creator's scheduler refuses runs under the
         // default one (the dispatcher logs it); a thread the scenario
@@ -1035,22 +1066,12 @@ impl Agent {
         // Read before parking: a hard-parked process shows as stopped.
         let pid = sys::tgid_of(tid).unwrap_or(tid);
         let running = ready || matches!(sys::thread_state(pid, tid), Ok('R'));
-        self.platform.tids.push(tid);
-        self.platform.pids.push(pid);
-        self.platform.fresh.push(false);
-        self.platform.at_gate.push(None);
-        self.platform.woke_to_cpu.push(false);
-        self.platform.armed.push(false);
-        self.family.push(family.unwrap_or(t));
-        self.params.push(params.clone());
-        self.exits.push(None);
-        self.released.push(false);
-        self.held.push(false);
+        self.record(t, pid, original, family.unwrap_or(t), params);
         self.by_tid.insert(tid, t);
         // Listed by the caller, or, forked by a listed thread, by the
         // kernel itself (`event-fork`).
         self.watched.insert(tid);
-        self.platform.park(t);
+        self.platform.take_over(t);
         // Running or ready now: runnable; otherwise its next wakeup says so.
         if running {
             let now = self.clock(monotonic_ns());
@@ -1275,10 +1296,12 @@ impl Agent {
                 .drain(out)
                 .map_err(|e| format!("reading kernel events: {e}"));
         }
-        let Some(scx) = &self.platform.scx else {
+        let Some(scx) = &mut self.platform.scx else {
             return Ok(());
         };
-        for e in scx.sched.take_events()? {
+        scx.events.clear();
+        scx.sched.take_events(&mut scx.events)?;
+        for e in &scx.events {
             let (tid, cpu, time_ns) = (e.tid as i32, e.cpu, e.time_ns);
             out.push(match e.kind {
                 EventKind::Runnable => SchedEvent::Wakeup { time_ns, cpu, tid },

@@ -249,12 +249,14 @@ impl Scheduler {
         self.events.epoll_fd()
     }
 
-    /// The events waiting, oldest first, without waiting for any.
-    pub fn take_events(&self) -> Result<Vec<Event>, String> {
+    /// Appends the events waiting to `out`, oldest first, without waiting
+    /// for any.
+    pub fn take_events(&self, out: &mut Vec<Event>) -> Result<(), String> {
         self.events
             .consume()
             .map_err(|e| format!("reading the events ring buffer: {e}"))?;
-        Ok(std::mem::take(&mut *self.pending.borrow_mut()))
+        out.append(&mut self.pending.borrow_mut());
+        Ok(())
     }
 
     /// Unregisters the scheduler (the kernel returns every `SCHED_EXT` task
