@@ -25,7 +25,7 @@ use crate::guarantee::{mul_share_down, Guarantee};
 use crate::ratio::Ratio;
 use crate::rewrite::{self, Derivation};
 use crate::rules::{self, Child, ChildKind, Input, Label, Node, Problem, RuleBook, Severity};
-use hsched_core::Msg;
+use hsched_core::{Instant, Msg};
 use hsched_model::{Op, Scenario, Target};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -45,6 +45,9 @@ pub struct Edge {
     pub guarantee: Guarantee,
     /// Why the parent's rule gave this.
     pub why: Option<String>,
+    /// The parent refuses what the child asked for (see
+    /// [`rules::Label::refused`]).
+    pub refused: bool,
     /// How the child used it, when a rewrite was needed: for a scheduler,
     /// what its rule took the input as (e.g. PSBE 0.5, 40 by Theorem 4);
     /// for a thread with `needs`, how the label implies the need.
@@ -136,6 +139,7 @@ impl Analysis {
                     Received {
                         guarantee: e.guarantee,
                         vps: e.vps,
+                        refused: e.refused,
                     },
                 );
             } else {
@@ -158,10 +162,12 @@ impl Analysis {
                     ([one], _) => Received {
                         guarantee: one.guarantee,
                         vps: one.vps,
+                        refused: false,
                     },
                     (_, Some([child])) if joins.contains(name) => Received {
                         guarantee: child.guarantee,
                         vps: child.vps,
+                        refused: false,
                     },
                     (many, _) => {
                         let cands: Vec<Guarantee> =
@@ -169,6 +175,7 @@ impl Analysis {
                         Received {
                             guarantee: cands[rules::basic::pick_best(&cands, None)],
                             vps: 1,
+                            refused: false,
                         }
                     }
                 };
@@ -218,6 +225,8 @@ pub struct Receipts<'a> {
 pub struct Received {
     pub guarantee: Guarantee,
     pub vps: u32,
+    /// What it asked for was refused (a thread's edge only).
+    pub refused: bool,
 }
 
 impl Received {
@@ -236,6 +245,9 @@ impl fmt::Display for Received {
         write!(f, "{}", self.guarantee)?;
         if self.vps > 1 {
             write!(f, " ×{}", self.vps)?;
+        }
+        if self.refused {
+            f.write_str(" (refused)")?;
         }
         Ok(())
     }
@@ -265,6 +277,26 @@ fn messages_to_parent(ops: &[Op], parent: &str, out: &mut Vec<Msg>) {
             _ => {}
         }
     }
+}
+
+/// Whether a program can use the CPU: anything but messages, sleeps,
+/// synchronisation and domain operations, which take no CPU time.
+fn uses_cpu(ops: &[Op]) -> bool {
+    ops.iter().any(|op| match op {
+        Op::Msg { .. }
+        | Op::Sleep(_)
+        | Op::Fault(_)
+        | Op::Lock(_)
+        | Op::Unlock(_)
+        | Op::Signal(_)
+        | Op::Wait(_)
+        | Op::Barrier(_)
+        | Op::Kill(_)
+        | Op::Create(_)
+        | Op::Exit => false,
+        Op::Loop { body, .. } => uses_cpu(body),
+        _ => true,
+    })
 }
 
 /// Analyses `scn` with the rules of `book`.
@@ -408,6 +440,7 @@ pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
                 } else {
                     format!("the {cpus} processors, one per VP")
                 }),
+                refused: false,
                 taken_as: None,
             });
             in_edges.push(edges.len() - 1);
@@ -452,6 +485,8 @@ pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
                 vps: cs.parents[l].vps.max(1),
                 messages: Vec::new(),
                 needs: None,
+                arrival: Instant::ZERO,
+                runs: true,
             });
         }
         for &t in &thread_children[i] {
@@ -463,6 +498,8 @@ pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
                 vps: 1,
                 messages: thread_msgs[t].iter().collect(),
                 needs: thread_needs[t],
+                arrival: th.arrival,
+                runs: uses_cpu(&th.program.ops),
             });
         }
         let node = Node {
@@ -513,6 +550,7 @@ pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
                 vps: child.vps,
                 guarantee: label.guarantee,
                 why: label.why,
+                refused: label.refused,
                 taken_as: None,
             };
             if let Some(want) = &child.needs {

@@ -509,7 +509,8 @@ fn what_each_node_and_thread_receives() {
         a.edge(Some("root"), "x")
             .map(|e| Received {
                 guarantee: e.guarantee,
-                vps: 1
+                vps: 1,
+                refused: false,
             })
             .unwrap()
     );

@@ -386,9 +386,15 @@ fn rialto_gives_continuous_reservations_to_activities() {
             "r",
             &[("activity", text("media"))],
             None,
-            reserve(8, 20),
+            [reserve(8, 20), vec![run_ms(100)]].concat(),
         )
-        .thread("render", "r", &[("activity", text("media"))])
+        .thread_with(
+            "render",
+            "r",
+            &[("activity", text("media"))],
+            None,
+            vec![run_ms(100)],
+        )
         .thread_with("audio", "r", &[], None, reserve(1, 5))
         .thread("make", "r", &[])
         .analyse();
@@ -398,7 +404,7 @@ fn rialto_gives_continuous_reservations_to_activities() {
         .why
         .as_deref()
         .unwrap()
-        .contains("shares activity `media`'s RESCS 8, 20"));
+        .contains("shares activity `media`'s RESCS 8, 20 with 1 other member(s) that use the CPU"));
     assert_eq!(label(&a, "r", "make"), "NULL");
     assert!(a.problems.is_empty(), "{:?}", a.problems);
 
@@ -460,6 +466,102 @@ fn rialto_labels_what_its_graph_grants_not_what_was_asked() {
         .analyse();
     assert_eq!(label(&a, "r", "A"), "RESCS 2, 10");
     assert!(a.composes(), "{:?}", a.problems);
+}
+
+/// A scheduler joins a reserved activity by its attachment; a thread of
+/// that activity that only asks for the reservation and leaves takes no
+/// CPU, so the scheduler has all of it: RESCS, which `sfq` below takes as
+/// Theorem 3's PSBE 5/20, 20 − 5 = 0.25, 15 (its children share it by
+/// weight). Requests are replayed in the order threads arrive: `late`
+/// (arriving at 50 ms, listed first) asks after `early`, which takes the
+/// room, so `late` is the one refused.
+#[test]
+fn rialto_gives_a_scheduler_in_a_reserved_activity_its_reservation() {
+    let reserve = |a, p| vec![msg("reserve", &[("amount", ms(a)), ("period", ms(p))])];
+    let media = [("activity", text("media"))];
+    let a = scenario(1)
+        .sched("r", "rialto", &[], &[])
+        .sched("s", "sfq", &[], &[("r", &media)])
+        .thread_with("owner", "r", &media, None, reserve(5, 20))
+        .thread_with("x", "s", &[], None, vec![run_ms(1000)])
+        .analyse();
+    assert_eq!(label(&a, "r", "s"), "RESCS 5, 20");
+    assert!(edge(&a, "r", "s")
+        .why
+        .as_deref()
+        .unwrap()
+        .contains("its other members use no CPU"));
+    assert_eq!(label(&a, "r", "owner"), "NULL");
+    assert!(
+        label(&a, "s", "x").starts_with("PSBE 0.25, "),
+        "{}",
+        label(&a, "s", "x")
+    );
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    let mut b = scenario(1)
+        .sched("r", "rialto", &[], &[])
+        .thread_with("late", "r", &[], None, reserve(60, 100))
+        .thread_with("early", "r", &[], None, reserve(60, 100));
+    b.scn.threads[0].arrival = hsched_core::Instant::ZERO + hsched_core::Duration::from_millis(50);
+    let a = b.analyse();
+    assert_eq!(label(&a, "r", "early"), "RESCS 60, 100");
+    assert_eq!(label(&a, "r", "late"), "NULL");
+    assert!(edge(&a, "r", "late").refused);
+}
+
+/// Differential admission (§3.1) replayed in arrival order: a class of
+/// 0.5 that may not overbook admits five children of 0.1 and refuses the
+/// sixth; the five keep their full rate (the refused one does not dilute
+/// it), the sixth is labelled refused, with a warning. A child admitted
+/// only when another has left first gets NULL and why. A scheduler child
+/// refused is an error: the hierarchy cannot be built.
+#[test]
+fn frc_labels_what_admission_lets_in() {
+    let rate = |r: &str| [("rate", text(r)), ("quantum", ms(10))];
+    let mut b = under_all("f", "frc", &[("classes", text("GR:0.5:0"))]);
+    for i in 0..6 {
+        b = b.thread(&format!("w{i}"), "f", &rate("0.1"));
+    }
+    let a = b.analyse();
+    for i in 0..5 {
+        // δ = 0.1 × 5 other quanta of 10 ms + its own 10 ms.
+        assert_eq!(label(&a, "f", &format!("w{i}")), "PSBE 0.1, 15");
+    }
+    assert_eq!(label(&a, "f", "w5"), "NULL");
+    assert!(edge(&a, "f", "w5").refused);
+    let w = messages(&a, Severity::Warning);
+    assert!(
+        w.iter()
+            .any(|w| w.contains("`w5`") && w.contains("refuses it at admission")),
+        "{w:?}"
+    );
+    assert!(a.composes());
+
+    // 0.3 then 0.3 (refused while the first stays), then 0.2: admitted
+    // when none leaves, but after the first leaves the second gets in and
+    // then 0.2 does not fit: NULL, and why.
+    let a = under_all("f", "frc", &[("classes", text("GR:0.5:0"))])
+        .thread("a", "f", &rate("0.3"))
+        .thread("b", "f", &rate("0.3"))
+        .thread("c", "f", &rate("0.2"))
+        .analyse();
+    assert_eq!(label(&a, "f", "a"), "PSBE 0.3, 16");
+    assert!(edge(&a, "f", "b").refused);
+    assert_eq!(label(&a, "f", "c"), "NULL");
+    assert!(!edge(&a, "f", "c").refused);
+    assert!(edge(&a, "f", "c")
+        .why
+        .as_deref()
+        .unwrap()
+        .contains("may refuse it"));
+
+    let a = under_all("f", "frc", &[("classes", text("GR:0.5:0"))])
+        .sched("p", "rr", &[], &[("f", &rate("0.4"))])
+        .sched("q", "rr", &[], &[("f", &rate("0.4"))])
+        .analyse();
+    assert!(only_error(&a)
+        .contains("scheduler `q` under `f` (frc): class `GR` refuses it at admission"));
 }
 
 #[test]

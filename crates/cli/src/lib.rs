@@ -886,7 +886,13 @@ fn label_guarantees(
         .collect();
     for thread in &mut result.threads {
         let name = thread.name.as_str();
-        if parents.get(name) != Some(&thread.scheduler.as_str()) {
+        let Some(&placed) = parents.get(name) else {
+            continue;
+        };
+        // A thread that ended elsewhere shows nothing from time 0, except
+        // its refusal: that is why it went.
+        let refused = receipts.threads.get(name).is_some_and(|r| r.refused);
+        if placed != thread.scheduler && !refused {
             continue;
         }
         if let Some(r) = receipts.threads.remove(name) {

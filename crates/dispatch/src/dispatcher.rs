@@ -187,6 +187,10 @@ pub struct Dispatcher {
     pub(crate) cpus: Vec<Cpu>,
     pub(crate) root: Option<SchedId>,
     pub(crate) default: Option<SchedId>,
+    /// Where a thread goes that the default scheduler refused (its
+    /// admission test): a built-in `rr` below the hierarchy, made the first
+    /// time it is needed.
+    pub(crate) fallback: Option<SchedId>,
     pub(crate) timers: BinaryHeap<Reverse<(Instant, u64, TimerKind)>>,
     pub(crate) seq: u64,
     pub(crate) effects: Vec<Effect>,
@@ -231,6 +235,7 @@ impl Dispatcher {
             cpus,
             root: None,
             default: None,
+            fallback: None,
             timers: BinaryHeap::new(),
             seq: 0,
             effects: Vec::new(),
@@ -1130,8 +1135,8 @@ mod tests {
         };
         d.attach(p, Instant::ZERO, fp, &[link]).unwrap();
         let prio = |v| Params::new().with("prio", Value::Int(v));
-        let (high, _) = d.add_thread("high", fp, &prio(2));
-        let (low, _) = d.add_thread("low", fp, &prio(1));
+        let (high, _) = d.add_thread(Instant::ZERO, "high", fp, &prio(2));
+        let (low, _) = d.add_thread(Instant::ZERO, "low", fp, &prio(1));
         for t in [high, low] {
             d.thread_ready(p, Instant::ZERO, t);
         }

@@ -7,7 +7,10 @@
 //! thread is runnable there at once. If the default scheduler itself goes
 //! away, a fresh `rr` takes its place under a built-in fixed-priority
 //! `machine` root that gives the old hierarchy precedence, as Vassal lets
-//! the native scheduler run whatever the loaded one leaves.
+//! the native scheduler run whatever the loaded one leaves. A thread the
+//! default scheduler refuses (an admission test, e.g. `frc`'s classes)
+//! goes to a built-in `rr` named `fallback`, placed the same way below the
+//! hierarchy: it runs on what the hierarchy leaves, and the log says so.
 
 use crate::dispatcher::{ChildRef, Dispatcher, Hop, Inst, Link, Platform, Thr};
 use hsched_core::{
@@ -356,8 +359,8 @@ impl Dispatcher {
     }
 
     /// Destroys an instance in an orderly way (`deinit` is called). Its
-    /// threads return to the default scheduler; child schedulers left with
-    /// no parent are destroyed too.
+    /// threads return to the default scheduler; child schedulers lose this
+    /// parent, and one left with none is detached (see [`Self::detach`]).
     pub fn destroy(
         &mut self,
         p: &mut dyn Platform,
@@ -393,37 +396,75 @@ impl Dispatcher {
         if !orderly {
             self.ejected_threads.extend_from_slice(&orphans);
         }
-        self.ensure_default();
-        let default = self.default.expect("ensure_default made one");
         for t in orphans {
             let name = self.threads[t.index()].name.clone();
-            match self.register(default, ChildRef::Thread(t), &self.default_params()) {
-                Ok(child) => {
-                    self.rehome(
-                        t,
-                        Link {
-                            parent: default,
-                            child,
-                        },
-                    );
-                    self.record(
-                        LogKind::Moved,
-                        format!("thread `{name}` returned to the default scheduler"),
-                    );
-                    if self.threads[t.index()].runnable {
-                        self.deliver_request(Link {
-                            parent: default,
-                            child,
-                        });
-                    }
-                }
-                Err(e) => self.record(
-                    LogKind::Refused,
-                    format!(
-                        "the default scheduler refused thread `{name}`: {e}; it waits unattached"
-                    ),
-                ),
+            let place = self.home_in_default(t);
+            self.record(
+                LogKind::Moved,
+                format!("thread `{name}` returned to {place}"),
+            );
+        }
+    }
+
+    /// Attaches a thread that has no scheduler to the default one, or to
+    /// the fallback when the default refuses it (see the module
+    /// documentation), runnable there at once if it was. Says where it went
+    /// (and why, for the fallback), for the log.
+    fn home_in_default(&mut self, t: ThreadId) -> String {
+        self.ensure_default();
+        let default = self.default.expect("ensure_default made one");
+        let refused = match self.register(default, ChildRef::Thread(t), &self.default_params()) {
+            Ok(child) => {
+                self.rehome_runnable(
+                    t,
+                    Link {
+                        parent: default,
+                        child,
+                    },
+                );
+                return "the default scheduler".to_string();
             }
+            Err(e) => e,
+        };
+        format!(
+            "{}, since the default scheduler `{}` refused it: {refused}",
+            self.home_in_fallback(t),
+            self.sched_name(default)
+        )
+    }
+
+    /// Attaches a thread the default scheduler refused to the fallback
+    /// (made the first time it is needed); says where it went.
+    fn home_in_fallback(&mut self, t: ThreadId) -> String {
+        let fallback = match self.fallback.filter(|&f| self.inst(f).is_some()) {
+            Some(f) => f,
+            None => {
+                let f = self.add_below_hierarchy("fallback");
+                self.fallback = Some(f);
+                f
+            }
+        };
+        let child = self
+            .register(fallback, ChildRef::Thread(t), &Params::new())
+            .expect("the built-in rr admits every thread");
+        self.rehome_runnable(
+            t,
+            Link {
+                parent: fallback,
+                child,
+            },
+        );
+        format!(
+            "`{}` (rr, below the hierarchy: it runs on the time the hierarchy leaves)",
+            self.sched_name(fallback)
+        )
+    }
+
+    /// [`Self::rehome`], then a runnable thread asks its new parent at once.
+    fn rehome_runnable(&mut self, t: ThreadId, link: Link) {
+        self.rehome(t, link);
+        if self.threads[t.index()].runnable {
+            self.deliver_request(link);
         }
     }
 
@@ -482,6 +523,9 @@ impl Dispatcher {
             self.unregister(link);
         }
         // 3. Children: threads are re-homed, schedulers lose this parent.
+        // One left with no parent is detached by an unload (it keeps its
+        // children, as `detach` leaves it, and may be attached again) but
+        // removed with an ejected one, whose threads must run somewhere.
         let mut lost = Vec::new();
         for what in children {
             match what {
@@ -519,7 +563,15 @@ impl Dispatcher {
         }
         lost.dedup();
         for c in lost {
-            self.remove_one(c, orderly, orphans);
+            if orderly {
+                let (name, gone) = (&self.nodes[c.index()].name, &self.nodes[s.index()].name);
+                let text = format!(
+                    "scheduler `{name}` lost its last parent with `{gone}`: detached, with its children, until it is attached again"
+                );
+                self.record(LogKind::Moved, text);
+            } else {
+                self.remove_one(c, orderly, orphans);
+            }
         }
     }
 
@@ -529,20 +581,33 @@ impl Dispatcher {
         if self.default.is_some() && self.root.is_some() {
             return;
         }
+        let rr = self.add_below_hierarchy("default");
+        self.default = Some(rr);
+        self.record(
+            LogKind::Moved,
+            format!(
+                "`{}` (rr) is now the default scheduler",
+                self.sched_name(rr)
+            ),
+        );
+    }
+
+    /// A fresh built-in `rr` named after `base` (`base-1`... when taken),
+    /// holding every CPU: the root when there is none, else below the
+    /// hierarchy under a new fixed-priority `machine` root that gives the
+    /// old root precedence (so every guarantee the old root had, it keeps).
+    fn add_below_hierarchy(&mut self, base: &str) -> SchedId {
         let fresh_name = |d: &Dispatcher, base: &str| {
             (0..)
-                .map(|i| {
-                    if i == 0 {
-                        base.to_string()
-                    } else {
-                        format!("{base}-{i}")
-                    }
+                .map(|i| match i {
+                    0 => base.to_string(),
+                    i => format!("{base}-{i}"),
                 })
                 .find(|n| d.sched_by_name(n).is_none())
                 .unwrap()
         };
         let cpus = self.cfg.cpus;
-        let rr_name = fresh_name(self, "default");
+        let rr_name = fresh_name(self, base);
         let rr = self
             .create(&rr_name, "rr", &Params::new(), cpus)
             .expect("the built-in rr policy builds with defaults");
@@ -551,8 +616,6 @@ impl Dispatcher {
                 self.install_root(rr);
             }
             Some(old_root) => {
-                // A new fixed-priority root over the old hierarchy (high) and
-                // the fresh default (low).
                 let machine_name = fresh_name(self, "machine");
                 let machine = self
                     .create(&machine_name, "fp", &Params::new(), cpus)
@@ -569,17 +632,13 @@ impl Dispatcher {
                     if let Err(e) = self.attach_inner(child, &[link]) {
                         self.record(
                             LogKind::Refused,
-                            format!("re-creating the default scheduler: {e}"),
+                            format!("placing `{rr_name}` below the hierarchy: {e}"),
                         );
                     }
                 }
             }
         }
-        self.default = Some(rr);
-        self.record(
-            LogKind::Moved,
-            format!("`{rr_name}` (rr) is now the default scheduler"),
-        );
+        rr
     }
 
     /// Puts `new_root` above `old_root`: the old root's CPU grants become
@@ -600,15 +659,18 @@ impl Dispatcher {
 
     // ----- threads -----------------------------------------------------------
 
-    /// Adds a thread under `parent` with attachment `params`. If `parent`
-    /// refuses it (admission), the thread goes to the default scheduler and
-    /// the refusal is logged and returned with the id.
+    /// Adds a thread under `parent` with attachment `params` at `now`. If
+    /// `parent` refuses it (admission), the thread goes to the default
+    /// scheduler (or the fallback, when the default refuses it too) and the
+    /// refusal is logged and returned with the id.
     pub fn add_thread(
         &mut self,
+        now: Instant,
         name: &str,
         parent: SchedId,
         params: &Params,
     ) -> (ThreadId, Result<(), String>) {
+        self.set_now(now);
         let t = ThreadId(self.threads.len() as u32);
         self.threads.push(Thr {
             name: name.to_string(),
@@ -622,16 +684,14 @@ impl Dispatcher {
         });
         let result = self.attach_thread(t, parent, params);
         if let Err(e) = &result {
+            let place = match self.default == Some(parent) {
+                true => self.home_in_fallback(t),
+                false => self.home_in_default(t),
+            };
             self.record(
                 LogKind::Refused,
-                format!("thread `{name}`: {e}; it runs under the default scheduler"),
+                format!("thread `{name}`: {e}; it runs under {place}"),
             );
-            if let Some(d) = self.default {
-                let params = self.default_params();
-                if let Ok(child) = self.register(d, ChildRef::Thread(t), &params) {
-                    self.rehome(t, Link { parent: d, child });
-                }
-            }
         }
         (t, result)
     }

@@ -935,7 +935,8 @@ impl Agent {
         let sched = self.disp.default_sched().ok_or(
             "whole-machine mode: the hierarchy has no default scheduler for the tasks nobody names",
         )?;
-        let (t, admitted) = self.disp.add_thread(OTHERS, sched, &Params::new());
+        let now = self.now().max(self.disp.now());
+        let (t, admitted) = self.disp.add_thread(now, OTHERS, sched, &Params::new());
         admitted.map_err(|e| {
             format!("whole-machine mode: the default scheduler refuses the tasks nobody names ({e}); use --partial")
         })?;
@@ -1056,7 +1057,8 @@ impl Agent {
     ) -> Result<ThreadId, String> {
         self.tell(&Line::Manage(original.clone()))
             .map_err(|e| format!("telling the guardian: {e}"))?;
-        let (t, admitted) = self.disp.add_thread(name, sched, params);
+        let now = self.now().max(self.disp.now());
+        let (t, admitted) = self.disp.add_thread(now, name, sched, params);
         // A descendant its creator's scheduler refuses runs under the
         // default one (the dispatcher logs it); a thread the scenario
         // places must be admitted.

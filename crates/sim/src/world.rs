@@ -600,7 +600,7 @@ impl World {
             );
             return;
         };
-        let (t, _) = disp.add_thread(&spec.name, parent, &spec.params);
+        let (t, _) = disp.add_thread(now, &spec.name, parent, &spec.params);
         debug_assert_eq!(t.index(), self.threads.len());
         let code = self.compile_ops(&spec.program.ops);
         let members: Vec<(String, String)> = scn

@@ -51,7 +51,7 @@ pub mod reservation;
 use crate::guarantee::{Guarantee, Kind};
 use crate::ratio::Ratio;
 use crate::rewrite::Derivation;
-use hsched_core::{Duration, Msg, Params, Value};
+use hsched_core::{Duration, Instant, Msg, Params, Value};
 use hsched_model::Machine;
 use notation::Row;
 use std::collections::BTreeMap;
@@ -144,6 +144,14 @@ pub struct Child<'a> {
     pub messages: Vec<&'a Msg>,
     /// What a thread says it needs (`needs = "RESBS 10, 33"`).
     pub needs: Option<Guarantee>,
+    /// When it joins (a thread's arrival; 0 for a scheduler): admission
+    /// tests see children in this order, ties in [`Node::children`] order.
+    pub arrival: Instant,
+    /// Whether it can use the CPU at all: false for a thread whose program
+    /// only sends messages, sleeps or synchronises (one that reserves for
+    /// its activity and leaves, say), which takes nothing from the children
+    /// it shares with.
+    pub runs: bool,
 }
 
 impl Child<'_> {
@@ -261,6 +269,9 @@ pub fn who(name: &str, policy: &str) -> String {
 pub struct Label {
     pub guarantee: Guarantee,
     pub why: Option<String>,
+    /// The child asked for something (a reservation, admission) the parent
+    /// refuses: it gets NULL, and `why` says what was refused.
+    pub refused: bool,
 }
 
 impl Label {
@@ -268,16 +279,25 @@ impl Label {
         Label {
             guarantee,
             why: None,
+            refused: false,
         }
     }
     pub fn because(guarantee: Guarantee, why: impl Into<String>) -> Label {
         Label {
             guarantee,
             why: Some(why.into()),
+            refused: false,
         }
     }
     pub fn null() -> Label {
         Label::new(Guarantee::Null)
+    }
+    /// NULL for a child whose request the parent refuses, and why.
+    pub fn refused(why: impl Into<String>) -> Label {
+        Label {
+            refused: true,
+            ..Label::because(Guarantee::Null, why)
+        }
     }
 }
 

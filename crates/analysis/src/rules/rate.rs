@@ -44,7 +44,7 @@
 
 use super::proportional::{as_ps, usable};
 use super::{duration_param, parse_rate, rate_text, str_param, Eval, Label, Node, Severity};
-use super::{Child, Verdict};
+use super::{Child, ChildKind, Verdict};
 use crate::guarantee::Guarantee;
 use crate::ratio::Ratio;
 use hsched_core::{Duration, Value};
@@ -85,24 +85,101 @@ fn frc_child(c: &Child<'_>, min_quantum: Duration) -> Result<(Ratio, Duration, S
     Ok((rate, quantum, class))
 }
 
-/// `classes = "GR:0.6:0, FR:0.4:inf"` as (name, class rate); the overbook
-/// fraction only decides admission, which effective rates already cover.
-fn frc_classes(text: &str) -> Result<Vec<(String, Ratio)>, String> {
-    let mut out = Vec::new();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let fields: Vec<&str> = part.split(':').map(str::trim).collect();
-        let [name, rate, _overbook] = fields[..] else {
-            return Err(format!("`classes`: `{part}`: expected NAME:RATE:OVERBOOK"));
+/// A service class as the labels need it: `R_k`, and the most its
+/// admission lets in at once, `R_k (1 + b_k)` (`None`: FR, no limit).
+struct Class {
+    name: String,
+    rate: Ratio,
+    limit: Option<Ratio>,
+}
+
+/// `classes = "GR:0.6:0, FR:0.4:inf"`, read by the policy's own parser.
+fn frc_classes(text: &str) -> Result<Vec<Class>, String> {
+    let ppm = |x: u64| Ratio::new(x, 1_000_000).ok_or("a rate of 0");
+    hsched_policies::frc::parse_classes(text)?
+        .into_iter()
+        .map(|c| {
+            let rate = ppm(c.rate)?;
+            let limit = match c.overbook {
+                None => None,
+                Some(b) => Some(
+                    ppm(1_000_000 + b)?
+                        .checked_mul(rate)
+                        .ok_or("an overbooking limit too large to count")?,
+                ),
+            };
+            Ok(Class {
+                name: c.name,
+                rate,
+                limit,
+            })
+        })
+        .collect::<Result<_, &str>>()
+        .map_err(|e| format!("`classes`: {e}"))
+}
+
+/// What differential admission (§3.1) does with a child.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Admission {
+    /// Admitted whatever children leave meanwhile: every child of its
+    /// class that joins no later than it, admitted or not, fits with it.
+    Sure,
+    /// Admitted only if some child left before it joined (why).
+    Unsure(String),
+    /// Refused unless some child left before it joined (why).
+    Refused(String),
+}
+
+/// Replays admission over `children` in the order they join, `nominal`
+/// giving each one's `r̂` and class.
+fn admission(
+    children: &[Child<'_>],
+    nominal: &[(Ratio, usize)],
+    classes: &[Class],
+) -> Vec<Admission> {
+    let mut order: Vec<usize> = (0..children.len()).collect();
+    order.sort_by_key(|&i| children[i].arrival);
+    let mut out = vec![Admission::Sure; children.len()];
+    // Σ r̂ so far per class: every child that joined (the worst case) and
+    // those the policy admits when none leaves.
+    let mut all = vec![Ratio::ZERO; classes.len()];
+    let mut kept = vec![Ratio::ZERO; classes.len()];
+    for i in order {
+        let (r, k) = nominal[i];
+        let class = &classes[k];
+        let (Some(worst), Some(with_kept)) = (all[k].checked_add(r), kept[k].checked_add(r)) else {
+            out[i] = Admission::Unsure("more rate than can be counted".into());
+            continue;
         };
-        out.push((name.to_string(), parse_rate(rate)?));
+        all[k] = worst;
+        let Some(limit) = class.limit else { continue };
+        if with_kept > limit {
+            out[i] = Admission::Refused(format!(
+                "class `{}` refuses it at admission: {} admitted + {} > R (1 + b) = {}",
+                class.name,
+                rate_text_any(kept[k]),
+                rate_text(r),
+                rate_text_any(limit)
+            ));
+        } else {
+            kept[k] = with_kept;
+            if worst > limit {
+                out[i] = Admission::Unsure(format!(
+                    "class `{}` may refuse it at admission: with every child that joins before it, {} > R (1 + b) = {} (it is admitted only if some have left)",
+                    class.name,
+                    rate_text_any(worst),
+                    rate_text_any(limit)
+                ));
+            }
+        }
     }
-    Ok(out)
+    out
 }
 
 /// `frc` (`factor` 1) and `rcsp` (`factor` 2: the quanta doubled).
 fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
     let mut v = Verdict::all_null(node);
-    if !usable(node, &mut v) {
+    if node.children.is_empty() {
         return v;
     }
     let fail = |v: &mut Verdict, e: String| {
@@ -139,33 +216,49 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
         }
     }
     // Effective rates (§3.1): a child of class k (the first when it names
-    // none) gets r̂·R_k / max(R_k, Σ r̂ of the class).
-    let mut rates = Vec::with_capacity(children.len());
-    for (rate, _, class) in &children {
-        let effective = if classes.is_empty() {
-            Some(*rate)
-        } else {
+    // none) gets r̂·R_k / max(R_k, Σ r̂ of the admitted children of k), at
+    // least r̂·R_k / max(R_k, min(Σ r̂ of every child of k, R_k (1 + b_k))),
+    // since admission never lets the sum past R_k (1 + b_k). The admitted
+    // children of a class share at most R_k between them.
+    let mut rates = vec![Ratio::ZERO; children.len()];
+    let mut admitted = vec![Admission::Sure; children.len()];
+    let mut total = Ratio::ZERO;
+    if classes.is_empty() {
+        for (i, (r, ..)) in children.iter().enumerate() {
+            rates[i] = *r;
+            match total.checked_add(*r) {
+                Some(t) => total = t,
+                None => return v,
+            }
+        }
+    } else {
+        let mut nominal = Vec::with_capacity(children.len());
+        for (rate, _, class) in &children {
             let k = classes
                 .iter()
-                .position(|(n, _)| n == class)
+                .position(|c| &c.name == class)
                 .or(class.is_empty().then_some(0));
             let Some(k) = k else {
                 fail(&mut v, format!("no service class `{class}`"));
                 return v;
             };
-            let (name, class_rate) = (&classes[k].0, classes[k].1);
-            let nominal = children
-                .iter()
-                .filter(|(_, _, c)| c == name || (c.is_empty() && k == 0))
-                .try_fold(Ratio::ZERO, |a, (r, ..)| a.checked_add(*r));
-            nominal.and_then(|sum| {
-                rate.checked_mul(class_rate)?
-                    .checked_div(sum.max(class_rate))
-            })
-        };
-        match effective {
-            Some(r) => rates.push(r),
-            None => return v,
+            nominal.push((*rate, k));
+        }
+        admitted = admission(&node.children, &nominal, &classes);
+        for (k, class) in classes.iter().enumerate() {
+            let mine = || nominal.iter().enumerate().filter(move |(_, n)| n.1 == k);
+            let Some(sum) = mine().try_fold(Ratio::ZERO, |a, (_, (r, _))| a.checked_add(*r)) else {
+                return v;
+            };
+            let most = class.limit.map_or(sum, |l| sum.min(l)).max(class.rate);
+            for (i, (r, _)) in mine() {
+                match r.checked_mul(class.rate).and_then(|x| x.checked_div(most)) {
+                    Some(e) => rates[i] = e,
+                    None => return v,
+                }
+            }
+            // Σ R_k ≤ 1 (the policy checks it), so this cannot overflow.
+            total = total.checked_add(sum.min(class.rate)).unwrap_or(Ratio::ONE);
         }
     }
     let tick = node.machine.tick.unwrap_or(Duration::ZERO);
@@ -174,10 +267,10 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
         .map(|(_, w, _)| u128::from(factor) * u128::from(w.saturating_add(tick).as_nanos()))
         .collect();
     let all_quanta: u128 = quanta.iter().sum();
-    let Some(total) = rates.iter().try_fold(Ratio::ZERO, |a, r| a.checked_add(*r)) else {
-        return v;
-    };
     let input = node.input();
+    // Admission refuses whatever it receives; shares and bounds need ALL
+    // or PS, on one CPU.
+    let promising = usable(node, &mut v);
     let why = |i: usize| {
         format!(
             "rate {} of {}; q = {}{}{}",
@@ -192,7 +285,8 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
             }
         )
     };
-    if input == Guarantee::All {
+    if !promising {
+    } else if input == Guarantee::All {
         for (i, &r) in rates.iter().enumerate() {
             let others = all_quanta - quanta[i];
             let g = if total <= Ratio::ONE {
@@ -214,9 +308,18 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
                 v.labels[i] = Label::because(g, why(i));
             }
         }
-        return v;
-    }
-    let Some(d) = as_ps(&input) else {
+    } else if let Some(d) = as_ps(&input) {
+        if let Guarantee::Ps(share) = d.result {
+            if d.result != input {
+                v.taken_as = Some(d.clone());
+            }
+            for (i, &r) in rates.iter().enumerate() {
+                if let Some(s) = r.checked_div(total).and_then(|x| x.checked_mul(share)) {
+                    v.labels[i] = Label::because(Guarantee::Ps(s), why(i));
+                }
+            }
+        }
+    } else {
         v.problems.push(node.problem(
             Severity::Warning,
             format!(
@@ -226,18 +329,37 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
                 node.given()
             ),
         ));
-        return v;
-    };
-    let Guarantee::Ps(share) = d.result else {
-        return v;
-    };
-    if d.result != input {
-        v.taken_as = Some(d.clone());
     }
-    for (i, &r) in rates.iter().enumerate() {
-        if let Some(s) = r.checked_div(total).and_then(|x| x.checked_mul(share)) {
-            v.labels[i] = Label::because(Guarantee::Ps(s), why(i));
-        }
+    // A child admission may refuse is promised nothing; one it refuses
+    // whatever happens runs elsewhere (the default scheduler), said once.
+    for (i, a) in admitted.into_iter().enumerate() {
+        let c = &node.children[i];
+        let (why, refused) = match a {
+            Admission::Sure => continue,
+            Admission::Unsure(why) => (why, false),
+            Admission::Refused(why) => {
+                // A thread goes elsewhere; a scheduler cannot attach at all.
+                let (severity, then) = match c.kind {
+                    ChildKind::Thread => (
+                        Severity::Warning,
+                        format!("it runs under the default scheduler (or below the hierarchy, when {} is the default)", node.who()),
+                    ),
+                    ChildKind::Scheduler { .. } => {
+                        (Severity::Error, "the hierarchy cannot be built".to_string())
+                    }
+                };
+                v.problems.push(node.child_problem(
+                    c,
+                    severity,
+                    format!("{} under {}: {why}; {then}", c.describe(), node.who()),
+                ));
+                (why, true)
+            }
+        };
+        v.labels[i] = match refused {
+            true => Label::refused(why),
+            false => Label::because(Guarantee::Null, why),
+        };
     }
     v
 }

@@ -43,13 +43,13 @@
 
 use super::notation::on_slower_processor;
 use super::{
-    duration_param, parse_rate, rate_text, share_sum, str_param, ChildKind, Eval, Label, Node,
-    Severity, Verdict,
+    duration_param, parse_rate, rate_text, share_sum, str_param, Eval, Label, Node, Severity,
+    Verdict,
 };
 use crate::guarantee::{Guarantee, Kind, Limit, Shape};
 use crate::ratio::Ratio;
 use crate::rewrite;
-use hsched_core::Duration;
+use hsched_core::{Duration, Instant};
 use std::collections::BTreeMap;
 
 /// What a `res` child attached with neither a reservation nor a rate gets:
@@ -270,13 +270,17 @@ pub fn dbs(node: &Node<'_>) -> Verdict {
 pub fn rialto(node: &Node<'_>) -> Verdict {
     let mut v = Verdict::all_null(node);
     // Activity of each child, and the reservation each activity asks for
-    // (the last `reserve` counts, in thread order then program order).
+    // (the last `reserve` counts, in the order of the requests below).
     let mut activities: Vec<String> = Vec::with_capacity(node.children.len());
     let mut reserved: BTreeMap<String, Guarantee> = BTreeMap::new();
     let mut members: BTreeMap<String, Vec<usize>> = BTreeMap::new();
     let mut askers: Vec<&str> = Vec::new();
-    // Every valid request, in the order the policy would get them.
-    let mut requests: Vec<(String, Duration, Duration)> = Vec::new();
+    // Every valid request, with when its thread arrives: sorted below into
+    // the order the policy gets them, by arrival (ties in child order),
+    // each thread's in program order. That is the order when threads ask
+    // as they start, as reservations are asked; one asked later in a
+    // program may in fact come after a later thread's.
+    let mut requests: Vec<(Instant, String, Duration, Duration)> = Vec::new();
     for (i, c) in node.children.iter().enumerate() {
         let activity = match str_param(c.params, "activity") {
             Ok(Some(a)) if !a.is_empty() => a.to_string(),
@@ -293,10 +297,7 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
                     match (amount, period) {
                         (Ok(Some(a)), Ok(Some(p))) => {
                             match Guarantee::reservation(Shape::Continuous, Limit::Soft, a, p) {
-                                Ok(g) => {
-                                    reserved.insert(activity.clone(), g);
-                                    requests.push((activity.clone(), a, p));
-                                }
+                                Ok(_) => requests.push((c.arrival, activity.clone(), a, p)),
                                 Err(e) => v.problems.push(node.child_problem(
                                     c,
                                     Severity::Warning,
@@ -328,6 +329,12 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
         }
         activities.push(activity);
     }
+    requests.sort_by_key(|r| r.0);
+    for (_, act, a, p) in &requests {
+        if let Ok(g) = Guarantee::reservation(Shape::Continuous, Limit::Soft, *a, *p) {
+            reserved.insert(act.clone(), g);
+        }
+    }
     if askers.is_empty() {
         return v;
     }
@@ -347,7 +354,7 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
     // What the policy's own graph grants, which may be less than asked.
     let asked: Vec<(&str, Duration, Duration)> = requests
         .iter()
-        .map(|(a, x, y)| (a.as_str(), *x, *y))
+        .map(|(_, a, x, y)| (a.as_str(), *x, *y))
         .collect();
     let granted: BTreeMap<String, Result<Guarantee, String>> =
         match hsched_policies::rialto::grants(node.params, &asked) {
@@ -367,18 +374,15 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
             }
         };
     for (i, c) in node.children.iter().enumerate() {
-        if c.kind != ChildKind::Thread {
-            continue;
-        }
         let act = &activities[i];
         let (Some(asked), Some(grant)) = (reserved.get(act), granted.get(act)) else {
             continue;
         };
+        let asker = askers.contains(&c.name);
         let g = match grant {
             Ok(g) => *g,
-            Err(why) => {
-                v.labels[i] =
-                    Label::because(Guarantee::Null, format!("its {asked} is refused: {why}"));
+            Err(why) if asker => {
+                v.labels[i] = Label::refused(format!("its {asked} is refused: {why}"));
                 v.problems.push(node.child_problem(
                     c,
                     Severity::Warning,
@@ -390,19 +394,38 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
                 ));
                 continue;
             }
+            Err(why) => {
+                v.labels[i] = Label::because(
+                    Guarantee::Null,
+                    format!("its activity `{act}`'s {asked} is refused: {why}"),
+                );
+                continue;
+            }
         };
-        let others = members[act].len() - 1;
+        // Members of one activity share its reservation round robin; one
+        // that never uses the CPU (it reserved and left, or only sleeps)
+        // takes nothing from the others.
+        let others = members[act]
+            .iter()
+            .filter(|&&j| j != i && node.children[j].runs)
+            .count();
+        let whose = match asker {
+            true => "reserved by message".to_string(),
+            false => format!("activity `{act}`'s reservation; its other members use no CPU"),
+        };
         v.labels[i] = if others > 0 {
             Label::because(
                 Guarantee::Null,
-                format!("shares activity `{act}`'s {g} with {others} other thread(s)"),
+                format!(
+                    "shares activity `{act}`'s {g} with {others} other member(s) that use the CPU"
+                ),
             )
         } else if g == *asked {
-            Label::because(g, "reserved by message")
+            Label::because(g, whose)
         } else {
             Label::because(
                 g,
-                format!("granted for the {asked} asked: rialto scales a period down to a power-of-two multiple of its base"),
+                format!("{whose}, granted for the {asked} asked: rialto scales a period down to a power-of-two multiple of its base"),
             )
         };
     }

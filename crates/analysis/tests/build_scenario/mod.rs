@@ -130,6 +130,11 @@ impl Build {
 }
 
 /// A message to the thread's parent.
+/// Uses the CPU for `n` ms.
+pub fn run_ms(n: u64) -> Op {
+    Op::Run(hsched_model::Dist::Fixed(Duration::from_millis(n)))
+}
+
 pub fn msg(name: &str, args: &[(&str, Value)]) -> Op {
     Op::Msg {
         to: Target::Parent,
