@@ -42,6 +42,7 @@ pub mod fifo;
 pub mod fp;
 pub mod frc;
 pub mod hfsc;
+pub mod inherit;
 pub mod join;
 pub mod limit;
 pub mod preempt;

@@ -197,12 +197,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value, VpState,
+    ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, SyncEvent, TimerKey, Value, VpState,
 };
 
 use super::constraints::{ConstraintId, Constraints};
 use super::graph::{Graph, GraphParams, Pin};
 use super::inherit::Inheritance;
+pub(super) use requests::MutexKey;
 
 #[path = "queues.rs"]
 mod queues;
@@ -419,7 +420,7 @@ struct Child {
     /// Its name in the inheritance graph (child ids are reused, serials not).
     serial: u64,
     /// Mutexes it holds (§4.2).
-    holds: BTreeSet<i64>,
+    holds: BTreeSet<MutexKey>,
     /// RPC ports it serves.
     ports: BTreeSet<i64>,
     /// Where the selection queues hold it (see `queues.rs`).
@@ -515,7 +516,7 @@ pub struct Rialto {
     /// The second-chance queue (§4.5).
     second: BTreeMap<Activity, SecondChance>,
     /// Mutexes, RPCs and who waits for whom (§4.2), by thread serial.
-    inherit: Inheritance<u64, i64, ()>,
+    inherit: Inheritance<u64, MutexKey, ()>,
     by_serial: BTreeMap<u64, ChildId>,
     next_serial: u64,
     /// RPC port -> the serial of its server thread.
@@ -766,7 +767,16 @@ impl Scheduler for Rialto {
         let c = self.children.remove(child).expect("registered");
         self.by_serial.remove(&c.serial);
         for m in c.holds {
-            self.unlock_as(c.serial, m);
+            match m {
+                MutexKey::Named(_) => {
+                    self.unlock_as(c.serial, m);
+                }
+                // The platform still counts it the holder: the waiters now
+                // wait for a thread outside this scheduler.
+                MutexKey::Platform(_) => {
+                    let _ = self.inherit.release_to(c.serial, m, None);
+                }
+            }
         }
         let act = self.acts.get_mut(&activity).expect("registered");
         act.members -= 1;
@@ -936,6 +946,10 @@ impl Scheduler for Rialto {
         self.request(cx, from, msg)
     }
 
+    fn sync(&mut self, cx: &mut Cx, event: &SyncEvent<ChildId>) {
+        self.platform_sync(cx, event);
+    }
+
     fn check_invariants(&self) -> Result<(), String> {
         let mut runnable = 0;
         let mut members: BTreeMap<Activity, u32> = BTreeMap::new();
@@ -1030,10 +1044,11 @@ impl Scheduler for Rialto {
             }
             for &m in &c.holds {
                 if self.inherit.holder(m) != Some(c.serial) {
-                    return Err(format!("{id} thinks it holds mutex {m}"));
+                    return Err(format!("{id} thinks it holds {m}"));
                 }
             }
         }
+        self.inherit.check()?;
         if self.by_serial.len() != self.children.iter().count() {
             return Err("serial index names threads that left".into());
         }
