@@ -705,6 +705,31 @@ impl World {
                 if spec.start { "created" } else { "declared" }
             )),
             Action::Domain(spec) => self.create_domain(spec),
+            // Those at time zero were declared with the world; a later one
+            // can only set the protocol of a mutex no program named yet.
+            Action::Mutex(spec) if scn.script[i].at == Instant::ZERO => Ok(format!(
+                "mutex `{}` declared (protocol {})",
+                spec.name, spec.protocol
+            )),
+            Action::Mutex(spec) => {
+                if self.mutex_names.contains(&spec.name) {
+                    Err(format!(
+                        "mutex `{}` is already in use: its protocol stays",
+                        spec.name
+                    ))
+                } else {
+                    self.mutex_names.push(spec.name.clone());
+                    self.mutexes.push(MutexState {
+                        owner: None,
+                        waiters: VecDeque::new(),
+                        protocol: spec.protocol,
+                    });
+                    Ok(format!(
+                        "mutex `{}` declared (protocol {})",
+                        spec.name, spec.protocol
+                    ))
+                }
+            }
             Action::Create(name) => self.start_domain(name),
             Action::Kill(name) => {
                 self.kill_domain(now, name, None);
