@@ -61,7 +61,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
           it outranks. Equal priorities run FIFO, or round-robin with `quantum`. \
           Work conserving, global on several CPUs, O(log n) per decision. \
           Passes its guarantee to its highest-priority child, NULL to the others \
-          (Regehr & Stankovic, HLS, section 5.1). Lower priorities can starve.",
+          (Regehr & Stankovic, HLS, section 5.1). Lower priorities can starve. \
+          A holder of a mutex declared `protocol = \"inherit\"` runs at the highest \
+          priority blocked on it (priority inheritance, transitive).",
     params,
     child_params,
     build,

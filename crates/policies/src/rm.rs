@@ -58,7 +58,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
           global on several CPUs, O(log n). Liu & Layland 1973; `hsched check` gives a \
           child RESBH wcet, period when it and every child of higher or equal priority \
           give their `wcet` and pass the hyperbolic bound (prod(1 + C/T) <= 2, which \
-          covers the Liu & Layland bound). Lower priorities starve under overload.",
+          covers the Liu & Layland bound). Lower priorities starve under overload. \
+          A holder of a mutex declared `protocol = \"inherit\"` runs at the shortest \
+          period blocked on it (priority inheritance, transitive).",
     params: no_params,
     child_params,
     build,

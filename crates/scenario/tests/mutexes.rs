@@ -40,7 +40,10 @@ fn error(text: &str) -> String {
 
 #[test]
 fn a_mutex_table_sets_the_protocol_and_none_is_the_default() {
-    let s = parse(&with_tables("[[mutex]]\nname = \"m\"\nprotocol = \"inherit\"")).unwrap();
+    let s = parse(&with_tables(
+        "[[mutex]]\nname = \"m\"\nprotocol = \"inherit\"",
+    ))
+    .unwrap();
     assert_eq!(declared(&s), [("m".to_string(), MutexProtocol::Inherit)]);
     let s = parse(&with_tables("[[mutex]]\nname = \"m\"")).unwrap();
     assert_eq!(declared(&s), [("m".to_string(), MutexProtocol::None)]);
@@ -67,7 +70,10 @@ fn errors_name_the_place_and_what_was_expected() {
             with_tables("[[mutex]]\nname = \"m\"\n[[mutex]]\nname = \"m\""),
             "mutex[1].name: mutex `m` is declared twice",
         ),
-        (with_tables("[[mutex]]\nprotocol = \"inherit\""), "missing key `name`"),
+        (
+            with_tables("[[mutex]]\nprotocol = \"inherit\""),
+            "missing key `name`",
+        ),
         (
             with_tables("[[mutex]]\nname = \"m\"\nceiling = 3"),
             "mutex[0]",

@@ -38,8 +38,10 @@
 //!   thread should then send `block_on` and block); `block_on { mutex }`:
 //!   the thread waits for the mutex's holder (`Err` on a free mutex or a
 //!   wait-for cycle); `unlock { mutex }`: releases it, handing it to the
-//!   first waiter (`Ok { handed_over }`). The simulator's own mutexes are
-//!   not visible to a policy: these messages mirror them;
+//!   first waiter (`Ok { handed_over }`). These are for mutexes the
+//!   platform does not report: the simulator's own mutexes and RPC calls
+//!   reach the policy without messages, through `Scheduler::sync` (see
+//!   below);
 //! - `rpc_serve { port }` (an integer): the thread becomes the server of
 //!   the port (`Err` if the port has one);
 //! - `rpc_call { port }`: the thread calls the port's server and should
@@ -61,6 +63,14 @@
 //! - `rpc_reply`: the server ends the call it serves and goes back to its
 //!   own activity (`Err` if it serves none); the graph VP re-decides if it
 //!   ran there for the caller.
+//!
+//! **The platform's mutexes and RPCs** (`Scheduler::sync`, `requests.rs`):
+//! a child taking, blocking on or releasing a platform mutex, and a child
+//! server taking or ending a child client's call, drive the same
+//! inheritance book as the messages, in a separate name space, whatever
+//! the mutex's declared protocol; the platform chooses who gets a released
+//! mutex and the book follows. Events naming a thread of another scheduler
+//! are not delivered (a holder there is lent nothing).
 //!
 //! A thread that leaves ends the call it makes (its server goes back to its
 //! own activity), the call it serves (its caller waits no more) and closes
@@ -171,7 +181,8 @@
 //!
 //! **Implemented.** §3 graph and interval assignment, §4.3 criticality,
 //! §4.4 nesting (in [`super::constraints`]); §4.6 rules 1–5; §4.5 second
-//! chance; §4.2 inheritance across mutexes and RPCs, reported by message.
+//! chance; §4.2 inheritance across mutexes and RPCs, reported by the platform or by
+//! message.
 //!
 //! **Limits.** Only `ParentVp(0)` follows the graph: on several CPUs the
 //! other VPs use free-time round robin (a reserved thread gets at least its
@@ -221,8 +232,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
           `reserve { amount, period }` reserves for the activity on a precomputed \
           scheduling graph (refused with the reason if it does not fit), `release` drops \
           it, `begin_constraint { start, estimate, deadline, critical }` / \
-          `end_constraint` run time constraints EDF in assigned time; `lock`, `unlock`, \
-          `block_on { mutex }` report mutexes so holders inherit waiters' constraints; \
+          `end_constraint` run time constraints EDF in assigned time; the simulator's mutexes and \
+          `call via rpc` lend a blocked thread's constraint to the holder or server by \
+          themselves (`lock`, `unlock`, `block_on { mutex }` report other mutexes); \
           `rpc_serve { port }`, `rpc_call { port }` (then block), `rpc_reply` run an RPC \
           server in its caller's activity (reservation, round robin, the blocked \
           caller's constraint) until it replies. The first VP follows the graph by the \
