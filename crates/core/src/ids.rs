@@ -58,6 +58,11 @@ id!(
     ParentVp(u32), "vp"
 );
 
+id!(
+    /// A mutex of the platform, unique for the whole run.
+    MutexId(u32), "mutex"
+);
+
 /// A timer key chosen by the policy. One timer per key and scheduler: setting a
 /// key that is already armed moves it.
 pub type TimerKey = u64;

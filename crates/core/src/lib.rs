@@ -9,13 +9,15 @@ pub mod ids;
 pub mod msg;
 pub mod params;
 pub mod sched;
+pub mod sync;
 pub mod time;
 
 pub use child_map::ChildMap;
-pub use ids::{ChildId, CpuId, ParentVp, SchedId, ThreadId, TimerKey};
+pub use ids::{ChildId, CpuId, MutexId, ParentVp, SchedId, ThreadId, TimerKey};
 pub use msg::{Msg, Reply};
 pub use params::{ParamKind, ParamSpec, Params, Value};
 pub use sched::{Cx, Dispatch, Effect, Reject, Scheduler, Sender, VpState};
+pub use sync::{MutexProtocol, SyncEvent};
 pub use time::{Duration, Instant};
 
 /// What a policy type declares: its name, documentation, its own parameters,

@@ -158,6 +158,13 @@ pub trait Scheduler {
         Reply::unknown(self.policy(), msg)
     }
 
+    /// A child thread took, waits for or gave up a mutex, or an RPC between
+    /// two child threads began or ended (see [`crate::SyncEvent`]). A policy
+    /// that lends scheduling state across them updates it here and asks for
+    /// a reschedule when the choice may have changed; the default ignores
+    /// it.
+    fn sync(&mut self, _cx: &mut Cx, _event: &crate::SyncEvent<ChildId>) {}
+
     /// The policy's own consistency checks; called after every callback in
     /// tests and debug runs. An `Err` ejects the scheduler.
     fn check_invariants(&self) -> Result<(), String> {

@@ -134,6 +134,6 @@ pub fn apply(
                 hsched_core::Reply::Err(e) => Err(format!("`{to}` refused {msg}: {e}")),
             })
         }
-        Action::Domain(_) | Action::Kill(_) | Action::Create(_) => return None,
+        Action::Domain(_) | Action::Mutex(_) | Action::Kill(_) | Action::Create(_) => return None,
     })
 }

@@ -5,7 +5,7 @@
 
 use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Msg, ParamSpec, ParentVp, PolicyInfo,
-    Reply, SchedId, Scheduler, Sender, ThreadId, TimerKey, VpState,
+    Reply, SchedId, Scheduler, Sender, SyncEvent, ThreadId, TimerKey, VpState,
 };
 use hsched_model::{LogEntry, LogKind, NodeResult};
 use std::cmp::Reverse;
@@ -372,6 +372,87 @@ impl Dispatcher {
         self.detach_thread(t);
         self.threads[t.index()].alive = false;
         self.settle(p);
+    }
+
+    /// A thread took, waits for or gave up a mutex, or an RPC began or
+    /// ended: the scheduler `event`'s acting thread is a direct child of
+    /// hears of it (see [`SyncEvent`]). A hand-over to a waiter under
+    /// another scheduler is a `Released` with no `to` here and an
+    /// `Acquired` there; an RPC between threads of different schedulers is
+    /// not delivered (inheritance does not cross schedulers).
+    pub fn sync(&mut self, p: &mut dyn Platform, now: Instant, event: SyncEvent<ThreadId>) {
+        self.set_now(now);
+        let link = |d: &Self, t: ThreadId| {
+            d.threads
+                .get(t.index())
+                .filter(|th| th.alive)
+                .and_then(|th| th.parent)
+        };
+        let Some(actor) = link(self, event.actor()) else {
+            return;
+        };
+        let local = |d: &Self, t: ThreadId| {
+            link(d, t)
+                .filter(|l| l.parent == actor.parent)
+                .map(|l| l.child)
+        };
+        let mut handed_elsewhere = None;
+        let delivered = match event {
+            SyncEvent::Acquired {
+                mutex, protocol, ..
+            } => Some(SyncEvent::Acquired {
+                thread: actor.child,
+                mutex,
+                protocol,
+            }),
+            SyncEvent::Blocked {
+                mutex, protocol, ..
+            } => Some(SyncEvent::Blocked {
+                thread: actor.child,
+                mutex,
+                protocol,
+            }),
+            SyncEvent::Released {
+                mutex,
+                to,
+                protocol,
+                ..
+            } => {
+                let to_here = to.and_then(|w| local(self, w));
+                if to_here.is_none() {
+                    handed_elsewhere = to.map(|w| SyncEvent::Acquired {
+                        thread: w,
+                        mutex,
+                        protocol,
+                    });
+                }
+                Some(SyncEvent::Released {
+                    thread: actor.child,
+                    mutex,
+                    to: to_here,
+                    protocol,
+                })
+            }
+            SyncEvent::CallServed { server, .. } => {
+                local(self, server).map(|server| SyncEvent::CallServed {
+                    client: actor.child,
+                    server,
+                })
+            }
+            SyncEvent::CallEnded { server, .. } => {
+                local(self, server).map(|server| SyncEvent::CallEnded {
+                    client: actor.child,
+                    server,
+                })
+            }
+        };
+        if let Some(ev) = delivered {
+            self.call(actor.parent, |s, cx| s.sync(cx, &ev));
+        }
+        self.settle(p);
+        if let Some(ev) = handed_elsewhere {
+            self.sync(p, now, ev);
+        }
     }
 
     /// Fires every dispatcher timer due at or before `now` (policy timers,

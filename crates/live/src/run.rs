@@ -208,7 +208,7 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
     // (Yau et al. §6) are the simulator's: a domain declared at time zero
     // only groups threads, anything more is refused.
     if let Some(e) = scn.script.iter().find(|e| match &e.action {
-        Action::Domain(_) => e.at > Instant::ZERO,
+        Action::Domain(_) | Action::Mutex(_) => e.at > Instant::ZERO,
         Action::Kill(_) | Action::Create(_) => true,
         _ => false,
     }) {
@@ -220,7 +220,7 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
     let mut script: Vec<&hsched_model::ScriptEvent> = scn
         .script
         .iter()
-        .filter(|e| !matches!(e.action, Action::Domain(_)))
+        .filter(|e| !matches!(e.action, Action::Domain(_) | Action::Mutex(_)))
         .collect();
     script.sort_by_key(|e| e.at);
     let mut next_step = 0;

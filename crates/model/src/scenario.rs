@@ -260,6 +260,13 @@ pub struct DomainSpec {
     pub start: bool,
 }
 
+/// A declared mutex: how it lends scheduling state to its holder.
+#[derive(Clone, Debug, Serialize)]
+pub struct MutexSpec {
+    pub name: String,
+    pub protocol: hsched_core::MutexProtocol,
+}
+
 /// An exported entry point of a domain: the code a call runs there.
 #[derive(Clone, Debug, Serialize)]
 pub struct StopSpec {
@@ -481,6 +488,10 @@ pub enum Action {
     /// Create a protection domain (the file's `[[domain]]` tables are
     /// these, at time zero).
     Domain(DomainSpec),
+    /// Declare a mutex with its protocol (the file's `[[mutex]]` tables are
+    /// these, at time zero). A mutex a program names without one is
+    /// declared with the default protocol.
+    Mutex(MutexSpec),
     /// Kill a protection domain.
     Kill(String),
     /// Start a declared domain that is not alive (see [`Op::Create`]).

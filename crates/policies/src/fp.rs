@@ -29,17 +29,26 @@
 //! which is why it can inherit the parent's guarantee (admission control
 //! that keeps one child per priority is left to the analysis layer).
 //!
-//! **Limits.** Lower priorities can starve (that is the policy). No
-//! priority inheritance. On several CPUs it is *global* fixed priority
+//! **Priority inheritance** ([`crate::pi`]): a thread holding a platform
+//! mutex declared `protocol = "inherit"` runs at the highest priority of
+//! the threads blocked on it (transitively) until it unlocks, so a
+//! medium-priority thread cannot stretch a high-priority one's blocking
+//! beyond the holder's critical section (no unbounded priority inversion).
+//! Children of this scheduler only; mutexes with the default protocol
+//! lend nothing.
+//!
+//! **Limits.** Lower priorities can starve (that is the policy). On
+//! several CPUs it is *global* fixed priority
 //! (children migrate freely), with its known analysis limits. Cost: a
 //! decision, a wake-up or a release is O(log n) in the number of children
 //! (a `BTreeMap`); when a preemption must be considered it also scans the
 //! VPs, O(vps).
 
+use crate::pi::Lending;
 use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Scheduler, Value,
+    ParentVp, PolicyInfo, Reject, Scheduler, SyncEvent, Value,
 };
 use std::cmp::Reverse;
 use std::collections::BTreeMap;
@@ -52,7 +61,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
           it outranks. Equal priorities run FIFO, or round-robin with `quantum`. \
           Work conserving, global on several CPUs, O(log n) per decision. \
           Passes its guarantee to its highest-priority child, NULL to the others \
-          (Regehr & Stankovic, HLS, section 5.1). Lower priorities can starve.",
+          (Regehr & Stankovic, HLS, section 5.1). Lower priorities can starve. \
+          A holder of a mutex declared `protocol = \"inherit\"` runs at the highest \
+          priority blocked on it (priority inheritance, transitive).",
     params,
     child_params,
     build,
@@ -106,7 +117,11 @@ enum State {
 
 #[derive(Clone, Copy, Debug)]
 struct Child {
+    /// Its own priority, as attached.
     prio: i64,
+    /// The priority it is scheduled by: `prio`, or a higher one lent by a
+    /// thread blocked on a mutex it holds.
+    rank: i64,
     state: State,
     /// With a quantum: what is left of the current slice.
     slice_left: Duration,
@@ -125,6 +140,7 @@ pub struct FixedPriority {
     back_seq: u64,
     head_seq: u64,
     runnable: u32,
+    lending: Lending<i64>,
 }
 
 const MIDDLE: u64 = u64::MAX / 2;
@@ -141,6 +157,38 @@ impl FixedPriority {
             back_seq: MIDDLE + 1,
             head_seq: MIDDLE,
             runnable: 0,
+            lending: Lending::new(|a, b| b.cmp(a)),
+        }
+    }
+
+    /// The priority `child` is scheduled by now (its own, or one inherited).
+    pub fn rank(&self, child: ChildId) -> Option<i64> {
+        self.children.get(child).map(|c| c.rank)
+    }
+
+    /// Gives each of `children` the priority the lending book says,
+    /// moving it in the queue or re-ranking its CPU.
+    fn rerank(&mut self, children: Vec<ChildId>) {
+        for child in children {
+            let Some(c) = self.children.get(child) else {
+                continue;
+            };
+            let rank = self.lending.rank(child, c.prio);
+            if rank == c.rank {
+                continue;
+            }
+            let c = &mut self.children[child];
+            c.rank = rank;
+            match c.state {
+                State::Idle => {}
+                State::Waiting(key) => {
+                    self.queue.remove(&key);
+                    let key = (Reverse(rank), key.1);
+                    c.state = State::Waiting(key);
+                    self.queue.insert(key, child);
+                }
+                State::Running(vp) => self.running.rerank(vp, rank),
+            }
         }
     }
 
@@ -162,7 +210,7 @@ impl FixedPriority {
             self.back_seq - 1
         };
         let c = &mut self.children[child];
-        let key = (Reverse(c.prio), seq);
+        let key = (Reverse(c.rank), seq);
         c.state = State::Waiting(key);
         self.queue.insert(key, child);
     }
@@ -219,6 +267,7 @@ impl Scheduler for FixedPriority {
         let prio = params.opt_int("prio").unwrap_or(0);
         let c = Child {
             prio,
+            rank: prio,
             state: State::Idle,
             slice_left: self.full_slice(),
         };
@@ -235,6 +284,9 @@ impl Scheduler for FixedPriority {
             cx.want_cpus(self.runnable);
         }
         self.children.remove(child);
+        let changed = self.lending.remove(child);
+        self.rerank(changed);
+        self.preempt_if_needed(cx);
     }
 
     /// A waking child joins the back of its level and, if it outranks a
@@ -269,7 +321,7 @@ impl Scheduler for FixedPriority {
         let round_robin = self.quantum.is_some();
         let c = &mut self.children[child];
         c.state = State::Running(vp);
-        let prio = c.prio;
+        let prio = c.rank;
         let until = if round_robin {
             now.saturating_add(c.slice_left)
         } else {
@@ -297,10 +349,34 @@ impl Scheduler for FixedPriority {
         }
     }
 
+    /// A mutex declared `protocol = "inherit"` changed hands or gained a
+    /// waiter: re-rank who the lending book says, and preempt if a waiting
+    /// child now outranks a running one.
+    fn sync(&mut self, cx: &mut Cx, event: &SyncEvent<ChildId>) {
+        let children = &self.children;
+        let changed = self.lending.apply(event, |c| children[c].prio);
+        if !changed.is_empty() {
+            self.rerank(changed);
+            self.preempt_if_needed(cx);
+        }
+    }
+
     fn check_invariants(&self) -> Result<(), String> {
+        self.lending
+            .check(|c| self.children.get(c).map(|c| c.prio))?;
+        for (child, c) in self.children.iter() {
+            if c.rank != self.lending.rank(child, c.prio) {
+                return Err(format!(
+                    "{child} runs at {} but its own {} and what it is lent make {}",
+                    c.rank,
+                    c.prio,
+                    self.lending.rank(child, c.prio)
+                ));
+            }
+        }
         for (key, &child) in &self.queue {
             match self.children.get(child) {
-                Some(c) if c.state == State::Waiting(*key) && key.0 == Reverse(c.prio) => {}
+                Some(c) if c.state == State::Waiting(*key) && key.0 == Reverse(c.rank) => {}
                 other => {
                     return Err(format!(
                         "queue entry {key:?} -> {child} does not match {other:?}"
@@ -347,12 +423,12 @@ impl Scheduler for FixedPriority {
                     run.child()
                 ));
             }
-            if run.rank() != c.prio {
+            if run.rank() != c.rank {
                 return Err(format!(
                     "{} runs on {vp} ranked {} but has priority {}",
                     run.child(),
                     run.rank(),
-                    c.prio
+                    c.rank
                 ));
             }
         }

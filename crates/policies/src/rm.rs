@@ -30,15 +30,22 @@
 //! budget is enforced: a child that runs past its `wcet` delays those
 //! below it.
 //!
+//! **Priority inheritance** ([`crate::pi`]): a thread holding a platform
+//! mutex declared `protocol = "inherit"` runs at the shortest period of
+//! the threads blocked on it (transitively) until it unlocks. Children of
+//! this scheduler only; mutexes with the default protocol lend nothing.
+//! The analysis's bound does not count blocking times.
+//!
 //! **Limits.** No admission control; lower priorities starve under
 //! overload (that is the policy). The bound is sufficient, not exact
 //! (response-time analysis would accept more). On several CPUs it is global
 //! RM, with its known analysis limits. Decisions cost O(log n).
 
+use crate::pi::Lending;
 use crate::preempt::{Better, Place, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Scheduler, Value,
+    ParentVp, PolicyInfo, Reject, Scheduler, SyncEvent, Value,
 };
 use std::collections::BTreeMap;
 
@@ -51,7 +58,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
           global on several CPUs, O(log n). Liu & Layland 1973; `hsched check` gives a \
           child RESBH wcet, period when it and every child of higher or equal priority \
           give their `wcet` and pass the hyperbolic bound (prod(1 + C/T) <= 2, which \
-          covers the Liu & Layland bound). Lower priorities starve under overload.",
+          covers the Liu & Layland bound). Lower priorities starve under overload. \
+          A holder of a mutex declared `protocol = \"inherit\"` runs at the shortest \
+          period blocked on it (priority inheritance, transitive).",
     params: no_params,
     child_params,
     build,
@@ -93,7 +102,10 @@ type Key = (Duration, u64);
 
 #[derive(Clone, Copy, Debug)]
 struct Child {
-    /// The rank: the period, or `Duration::MAX` for an aperiodic child.
+    /// Its own rank: the period, or `Duration::MAX` for an aperiodic child.
+    own: Duration,
+    /// The rank it is scheduled by: `own`, or a shorter period lent by a
+    /// thread blocked on a mutex it holds.
     rank: Duration,
     /// Activation order of its last wake-up (tie-break).
     seq: u64,
@@ -114,6 +126,7 @@ pub struct RateMonotonic {
     running: RunningSlots<Key>,
     next_seq: u64,
     runnable: u32,
+    lending: Lending<Duration>,
 }
 
 impl Default for RateMonotonic {
@@ -130,6 +143,33 @@ impl RateMonotonic {
             running: RunningSlots::new(Better::Lower),
             next_seq: 0,
             runnable: 0,
+            lending: Lending::new(Duration::cmp),
+        }
+    }
+
+    /// Gives each of `children` the rank the lending book says, moving it
+    /// in the queue or re-ranking its CPU.
+    fn rerank(&mut self, children: Vec<ChildId>) {
+        for child in children {
+            let Some(&c) = self.children.get(child) else {
+                continue;
+            };
+            let rank = self.lending.rank(child, c.own);
+            if rank == c.rank {
+                continue;
+            }
+            if c.state == Place::Waiting {
+                self.queue.remove(&c.key());
+            }
+            self.children[child].rank = rank;
+            let key = self.children[child].key();
+            match c.state {
+                Place::Idle => {}
+                Place::Waiting => {
+                    self.queue.insert(key, child);
+                }
+                Place::Running(vp) => self.running.rerank(vp, key),
+            }
         }
     }
 
@@ -191,6 +231,7 @@ impl Scheduler for RateMonotonic {
         self.children.insert(
             child,
             Child {
+                own: rank,
                 rank,
                 seq: 0,
                 state: Place::Idle,
@@ -208,6 +249,9 @@ impl Scheduler for RateMonotonic {
             cx.want_cpus(self.runnable);
         }
         self.children.remove(child);
+        let changed = self.lending.remove(child);
+        self.rerank(changed);
+        self.preempt_if_needed(cx);
     }
 
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
@@ -248,7 +292,31 @@ impl Scheduler for RateMonotonic {
         self.preempt_if_needed(cx);
     }
 
+    /// A mutex declared `protocol = "inherit"` changed hands or gained a
+    /// waiter: re-rank who the lending book says, and preempt if a waiting
+    /// child now outranks a running one.
+    fn sync(&mut self, cx: &mut Cx, event: &SyncEvent<ChildId>) {
+        let children = &self.children;
+        let changed = self.lending.apply(event, |c| children[c].own);
+        if !changed.is_empty() {
+            self.rerank(changed);
+            self.preempt_if_needed(cx);
+        }
+    }
+
     fn check_invariants(&self) -> Result<(), String> {
+        self.lending
+            .check(|c| self.children.get(c).map(|c| c.own))?;
+        for (child, c) in self.children.iter() {
+            if c.rank != self.lending.rank(child, c.own) {
+                return Err(format!(
+                    "{child} ranks {} but its own {} and what it is lent make {}",
+                    c.rank,
+                    c.own,
+                    self.lending.rank(child, c.own)
+                ));
+            }
+        }
         if let Some((child, _)) = self.children.iter().find(|(_, c)| c.rank.is_zero()) {
             return Err(format!("{child} ranks with a zero period"));
         }

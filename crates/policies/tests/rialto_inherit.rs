@@ -324,6 +324,56 @@ impl Model {
                 self.wait.remove(&c);
                 Ok(Some(c))
             }
+            Op::ReleaseTo(t, m, to) => {
+                if blocked(self, t) {
+                    return Err(InheritError::Blocked);
+                }
+                if self.holder.get(&m) != Some(&t) {
+                    return Err(InheritError::NotHolder);
+                }
+                let q = self.waiters.entry(m).or_default();
+                match q.iter().position(|&w| w == to) {
+                    Some(i) => {
+                        q.remove(i);
+                        self.holder.insert(m, to);
+                        self.wait.remove(&to);
+                        Ok(Some(to))
+                    }
+                    None => {
+                        for w in std::mem::take(q) {
+                            self.wait.remove(&w);
+                        }
+                        self.holder.remove(&m);
+                        Ok(None)
+                    }
+                }
+            }
+            Op::Remove(t) => {
+                match self.wait.remove(&t) {
+                    Some(Wait::Mutex(m)) => self.waiters.entry(m).or_default().retain(|&w| w != t),
+                    Some(Wait::Reply(s)) => {
+                        self.client.remove(&s);
+                    }
+                    None => {}
+                }
+                let held: Vec<u8> = self
+                    .holder
+                    .iter()
+                    .filter(|&(_, &h)| h == t)
+                    .map(|(&m, _)| m)
+                    .collect();
+                for m in held {
+                    self.holder.remove(&m);
+                    for w in self.waiters.remove(&m).unwrap_or_default() {
+                        self.wait.remove(&w);
+                    }
+                }
+                if let Some(c) = self.client.remove(&t) {
+                    self.wait.remove(&c);
+                }
+                self.own.remove(&t);
+                Ok(None)
+            }
             Op::Query(t) => Ok(Some(self.runs_for(t))),
         }
     }
@@ -340,6 +390,10 @@ enum Op {
     Release(u8, u8),
     Call(u8, u8),
     Reply(u8),
+    /// `release_to`: the platform hands the mutex to a thread of its choice.
+    ReleaseTo(u8, u8, u8),
+    /// The thread leaves.
+    Remove(u8),
     /// `runs_for` on one thread only: leaves partial compressed paths.
     Query(u8),
 }
@@ -354,6 +408,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (t(), m()).prop_map(|(t, m)| Op::Release(t, m)),
         1 => (t(), t()).prop_map(|(c, s)| Op::Call(c, s)),
         1 => t().prop_map(Op::Reply),
+        2 => (t(), m(), t()).prop_map(|(t, m, to)| Op::ReleaseTo(t, m, to)),
+        1 => t().prop_map(Op::Remove),
         3 => t().prop_map(Op::Query),
     ]
 }
@@ -369,6 +425,11 @@ fn apply(s: &mut Inheritance<u8, u8, u8>, op: Op) -> Result<Option<u8>, InheritE
         Op::Release(t, m) => s.release(t, m),
         Op::Call(c, srv) => s.call(c, srv).map(|()| None),
         Op::Reply(srv) => s.reply(srv).map(Some),
+        Op::ReleaseTo(t, m, to) => s.release_to(t, m, Some(to)),
+        Op::Remove(t) => {
+            s.remove(t);
+            Ok(None)
+        }
         Op::Query(t) => Ok(Some(s.runs_for(t))),
     }
 }
@@ -383,6 +444,7 @@ fn run(ops: &[Op], check_all: bool) -> Result<(), TestCaseError> {
         let got = apply(&mut s, op);
         let want = model.apply(op);
         prop_assert_eq!(got, want, "op {} {:?}", i, op);
+        prop_assert_eq!(s.check(), Ok(()), "op {} {:?}", i, op);
         if check_all || i + 1 == ops.len() {
             for t in 0..THREADS {
                 prop_assert_eq!(s.effective(t), model.effective(t), "effective {}", t);

@@ -6,6 +6,7 @@
 use crate::domains;
 use crate::error::{did_you_mean, Fail, Span};
 use crate::hierarchy::{self, check_link_names, sched_decl, Child, LinkDecl, SchedDecl, World};
+use crate::mutexes;
 use crate::program::{self, NameRef, Refs};
 use crate::tree::{self, index_path, Node, RawParam, Table};
 use hsched_core::{Duration, Instant, Msg, Params, PolicyInfo};
@@ -25,6 +26,7 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "script",
     "plugins",
     "domain",
+    "mutex",
 ];
 const MACHINE_KEYS: &[&str] = &["cpus", "context_switch", "tick", "watchdog"];
 const THREAD_KEYS: &[&str] = &[
@@ -151,14 +153,27 @@ pub(crate) fn build(
             .chain(domain_decls.iter().map(|d| &d.refs)),
     )?;
 
+    let mutex_decls = mutexes::mutexes(
+        list(&top, "mutex", "[[mutex]] tables")?,
+        threads
+            .iter()
+            .map(|t| &t.refs)
+            .chain(domain_decls.iter().map(|d| &d.refs)),
+    )?;
+
     let (thread_specs, events) = replay(&mut world, &default_scheduler, &threads, script)?;
-    // Declared domains exist from the start, before any thread arrives.
+    // Declared domains and mutexes exist from the start, before any thread
+    // arrives.
     let events = domain_decls
         .into_iter()
         .map(|d| ScriptEvent {
             at: Instant::ZERO,
             action: Action::Domain(d.spec),
         })
+        .chain(mutex_decls.into_iter().map(|m| ScriptEvent {
+            at: Instant::ZERO,
+            action: Action::Mutex(m),
+        }))
         .chain(events)
         .collect();
     Ok(Scenario {

@@ -38,7 +38,7 @@
 
 use super::{LogKind, Outcome, World};
 use crate::program::{Cursor, Instr};
-use hsched_core::{Instant, ThreadId};
+use hsched_core::{Instant, SyncEvent, ThreadId};
 use hsched_model::{DomainSpec, Via};
 use std::collections::VecDeque;
 use std::fmt;
@@ -316,6 +316,12 @@ impl World {
             return Some(Outcome::Blocked);
         };
         let code = self.domains[d].stops[req.stop].1.clone();
+        // The server works for the client now: the client's scheduler
+        // lends it the client's scheduling state until the reply.
+        self.sync_out.push(SyncEvent::CallServed {
+            client: req.client,
+            server: t,
+        });
         let th = &mut self.threads[t.index()];
         let record = Record {
             caller: th.domain,
@@ -330,9 +336,20 @@ impl World {
         None
     }
 
-    /// Answers the client of an RPC and lets it go on.
-    fn reply(&mut self, now: Instant, client: ThreadId, call: usize, outcome: CallOutcome) {
+    /// Answers the client of an RPC and lets it go on; `server`: the thread
+    /// that served it, if one took it.
+    fn reply(
+        &mut self,
+        now: Instant,
+        client: ThreadId,
+        server: Option<ThreadId>,
+        call: usize,
+        outcome: CallOutcome,
+    ) {
         self.finish_call(now, call, outcome);
+        if let Some(server) = server {
+            self.sync_out.push(SyncEvent::CallEnded { client, server });
+        }
         let c = &mut self.threads[client.index()];
         if c.waiting_call == Some(call) {
             c.waiting_call = None;
@@ -355,7 +372,7 @@ impl World {
                 } else {
                     CallOutcome::ServerExit
                 };
-                self.reply(now, client, rec.call, answer);
+                self.reply(now, client, Some(t), rec.call, answer);
             } else if caller_alive {
                 self.finish_call(now, rec.call, outcome);
             } else {
@@ -377,7 +394,7 @@ impl World {
     pub(crate) fn abandon_stack(&mut self, now: Instant, t: ThreadId) {
         while let Some(rec) = self.threads[t.index()].stack.pop() {
             match rec.serving {
-                Some(client) => self.reply(now, client, rec.call, CallOutcome::ServerExit),
+                Some(client) => self.reply(now, client, Some(t), rec.call, CallOutcome::ServerExit),
                 None => self.finish_call(now, rec.call, CallOutcome::Abandoned),
             }
         }
@@ -399,7 +416,7 @@ impl World {
         self.domains[d].idle.clear();
         self.record(now, LogKind::Script, format!("domain `{name}` killed"));
         while let Some(req) = self.domains[d].requests.pop_front() {
-            self.reply(now, req.client, req.call, CallOutcome::ServerExit);
+            self.reply(now, req.client, None, req.call, CallOutcome::ServerExit);
         }
         for u in 0..self.threads.len() {
             let th = &self.threads[u];

@@ -7,7 +7,9 @@ use crate::program::{
     compile, draw, draw_constraint, draw_randres, ConstraintsPhase, ConstraintsState, Cursor,
     FramesState, Instr, PeriodicState, RandresJob, RandresPhase, RandresState, SyncKind,
 };
-use hsched_core::{CpuId, Duration, Instant, Msg, ThreadId, Value};
+use hsched_core::{
+    CpuId, Duration, Instant, Msg, MutexId, MutexProtocol, SyncEvent, ThreadId, Value,
+};
 use hsched_dispatch::{Dispatcher, Platform};
 use hsched_model::{
     Action, ConstraintLoad, CpuStats, JobRecord, LogEntry, LogKind, Mark, MarkKind, RunResult,
@@ -122,6 +124,8 @@ struct SimThread {
 struct MutexState {
     owner: Option<ThreadId>,
     waiters: VecDeque<ThreadId>,
+    /// As declared (`[[mutex]]`); passed on with every event about it.
+    protocol: MutexProtocol,
 }
 
 /// A binary semaphore: set (with the time of the signal that set it) or
@@ -172,6 +176,9 @@ pub(crate) struct World {
     trace_dropped: bool,
     domains: Vec<Domain>,
     calls: Vec<CallRecord>,
+    /// Mutex and RPC steps the threads' schedulers have not heard of yet,
+    /// in the order they happened (see `tell_schedulers`).
+    sync_out: Vec<SyncEvent<ThreadId>>,
 }
 
 impl World {
@@ -212,7 +219,21 @@ impl World {
             trace_dropped: false,
             domains: Vec::new(),
             calls: Vec::new(),
+            sync_out: Vec::new(),
         };
+        // Declared mutexes take their protocol before any program names them.
+        for ev in &scn.script {
+            if let (Action::Mutex(spec), true) = (&ev.action, ev.at == Instant::ZERO) {
+                if !world.mutex_names.contains(&spec.name) {
+                    world.mutex_names.push(spec.name.clone());
+                    world.mutexes.push(MutexState {
+                        owner: None,
+                        waiters: VecDeque::new(),
+                        protocol: spec.protocol,
+                    });
+                }
+            }
+        }
         // Declared domains exist before anything arrives.
         for ev in &scn.script {
             if let (Action::Domain(spec), true) = (&ev.action, ev.at == Instant::ZERO) {
@@ -244,6 +265,7 @@ impl World {
                 SyncKind::Mutex => self.mutexes.push(MutexState {
                     owner: None,
                     waiters: VecDeque::new(),
+                    protocol: MutexProtocol::default(),
                 }),
                 SyncKind::Semaphore => self.semaphores.push(SemaphoreState::default()),
                 SyncKind::Barrier => self.barriers.push(BarrierState {
@@ -267,6 +289,19 @@ impl World {
             sem.waiters.push_back(t);
         }
         at
+    }
+
+    /// Tells the schedulers the mutex and RPC steps taken since the last
+    /// time, in order: a step is told before the dispatcher hears of the
+    /// block or wake-up it causes, and before any message sent after it.
+    fn tell_schedulers(&mut self, disp: &mut Dispatcher, now: Instant) {
+        let mut i = 0;
+        while i < self.sync_out.len() {
+            let ev = self.sync_out[i];
+            i += 1;
+            disp.sync(self, now, ev);
+        }
+        self.sync_out.clear();
     }
 
     pub(crate) fn push(&mut self, at: Instant, ev: Ev) {
@@ -359,6 +394,7 @@ impl World {
                 }
             }
         }
+        self.tell_schedulers(disp, now);
     }
 
     /// A `randres` job's deadline has come: if it has not received its
@@ -420,6 +456,7 @@ impl World {
             .arg("start", since_zero(job.start))
             .arg("amount", Value::Duration(job.request))
             .arg("deadline", since_zero(job.deadline));
+        self.tell_schedulers(disp, now);
         let name = disp.thread_name(t).to_string();
         let Some(s) = disp.thread_sched(t) else {
             self.record(
@@ -447,6 +484,7 @@ impl World {
         target: &Target,
         msg: &Msg,
     ) -> bool {
+        self.tell_schedulers(disp, now);
         let to = match target {
             Target::Parent => disp.thread_sched(t),
             Target::Named(n) => disp.sched_by_name(n),
@@ -667,6 +705,31 @@ impl World {
                 if spec.start { "created" } else { "declared" }
             )),
             Action::Domain(spec) => self.create_domain(spec),
+            // Those at time zero were declared with the world; a later one
+            // can only set the protocol of a mutex no program named yet.
+            Action::Mutex(spec) if scn.script[i].at == Instant::ZERO => Ok(format!(
+                "mutex `{}` declared (protocol {})",
+                spec.name, spec.protocol
+            )),
+            Action::Mutex(spec) => {
+                if self.mutex_names.contains(&spec.name) {
+                    Err(format!(
+                        "mutex `{}` is already in use: its protocol stays",
+                        spec.name
+                    ))
+                } else {
+                    self.mutex_names.push(spec.name.clone());
+                    self.mutexes.push(MutexState {
+                        owner: None,
+                        waiters: VecDeque::new(),
+                        protocol: spec.protocol,
+                    });
+                    Ok(format!(
+                        "mutex `{}` declared (protocol {})",
+                        spec.name, spec.protocol
+                    ))
+                }
+            }
             Action::Create(name) => self.start_domain(name),
             Action::Kill(name) => {
                 self.kill_domain(now, name, None);
@@ -692,6 +755,7 @@ impl World {
         }
         let mut yielded = false;
         let outcome = self.step(disp, now, t, &mut yielded);
+        self.tell_schedulers(disp, now);
         let th = &mut self.threads[t.index()];
         match outcome {
             Outcome::NeedsCpu => {
@@ -720,6 +784,7 @@ impl World {
             }
             Outcome::Exit => {
                 self.abandon_stack(now, t);
+                self.tell_schedulers(disp, now);
                 let th = &mut self.threads[t.index()];
                 // Where it ended up, for the report (it leaves its scheduler now).
                 if let Some(s) = disp.thread_sched(t) {
@@ -895,14 +960,25 @@ impl World {
                 }
                 Instr::Lock(m) => {
                     let mutex = &mut self.mutexes[*m];
+                    let (id, protocol) = (MutexId(*m as u32), mutex.protocol);
                     match mutex.owner {
                         None => {
                             mutex.owner = Some(t);
                             th.cursor.pc += 1;
+                            self.sync_out.push(SyncEvent::Acquired {
+                                thread: t,
+                                mutex: id,
+                                protocol,
+                            });
                         }
                         Some(o) if o == t => th.cursor.pc += 1,
                         Some(_) => {
                             mutex.waiters.push_back(t);
+                            self.sync_out.push(SyncEvent::Blocked {
+                                thread: t,
+                                mutex: id,
+                                protocol,
+                            });
                             return Outcome::Blocked;
                         }
                     }
@@ -912,6 +988,12 @@ impl World {
                     let mutex = &mut self.mutexes[*m];
                     if mutex.owner == Some(t) {
                         mutex.owner = mutex.waiters.pop_front();
+                        self.sync_out.push(SyncEvent::Released {
+                            thread: t,
+                            mutex: MutexId(*m as u32),
+                            to: mutex.owner,
+                            protocol: mutex.protocol,
+                        });
                         if let Some(w) = mutex.owner {
                             self.threads[w.index()].cursor.pc += 1;
                             self.handed_over.push(w);

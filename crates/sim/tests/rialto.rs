@@ -7,8 +7,8 @@
 
 use hsched_core::{Duration, Instant, Msg, Params, ThreadId, Value};
 use hsched_model::{
-    Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
-    SegmentKind, Target, ThreadSpec,
+    Action, Dist, DomainSpec, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario,
+    SchedulerSpec, ScriptEvent, SegmentKind, StopSpec, Target, ThreadSpec, Via,
 };
 
 mod common;
@@ -271,6 +271,118 @@ fn a_mutex_holder_runs_on_the_blocked_waiters_constraint() {
     let got = ran(&r, &["holder"], tb, tb + ms(10));
     assert_eq!(got, ms(10), "block_on at {tb}");
     assert_eq!(ran(&r, &["hog1", "hog2"], tb, tb + ms(10)), Duration::ZERO);
+}
+
+/// §4.2 with the simulator's own mutex and no message at all: the
+/// simulator tells rialto who holds and who waits. One CPU, no
+/// reservations: free time goes round robin by 10ms quanta among the
+/// activities, so a quantum of 10ms ends at 50. At 50 the waiter wakes,
+/// begins a 10ms constraint due at 110 (its assigned time is 50-60, the
+/// earliest free time) and blocks on `m`, which the holder has held since
+/// 0 with 40ms of work. Rule 2 runs the end of the waiter's chain, the
+/// holder, in all of 50-60 and neither hog there; round robin alone would
+/// have moved on to a hog at 50. The hand-over at the unlock needs no
+/// message, so nothing is refused, and the waiter ends its constraint.
+#[test]
+fn a_mutex_holder_inherits_the_blocked_waiters_constraint_without_messages() {
+    let threads = vec![
+        thread(
+            "holder",
+            "h",
+            vec![
+                Op::Lock("m".into()),
+                Op::Run(Dist::Fixed(ms(40))),
+                Op::Unlock("m".into()),
+                forever(),
+            ],
+        ),
+        thread(
+            "waiter",
+            "w",
+            vec![
+                Op::Sleep(Dist::Fixed(ms(50))),
+                begin(ms(10), ms(60)),
+                Op::Lock("m".into()),
+                Op::Run(Dist::Fixed(ms(2))),
+                Op::Unlock("m".into()),
+                msg(Msg::new("end_constraint")),
+                Op::Exit,
+            ],
+        ),
+        thread("hog1", "", vec![forever()]),
+        thread("hog2", "", vec![forever()]),
+    ];
+    let r = go(&scenario(1, ms(300), threads));
+    let refused: Vec<_> = r
+        .log
+        .iter()
+        .filter(|e| e.kind == LogKind::Refused)
+        .collect();
+    assert!(refused.is_empty(), "{refused:#?}");
+    let w = replies(&r, "waiter");
+    assert_eq!(w.len(), 2, "{w:#?}");
+    assert_eq!(w[0].at, at(50));
+    assert_eq!(ran(&r, &["holder"], at(50), at(60)), ms(10));
+    assert_eq!(ran(&r, &["hog1", "hog2"], at(50), at(60)), Duration::ZERO);
+}
+
+/// §4.2 RPC through the simulator's own `call … via rpc`, no message: the
+/// client reserves 5ms every 10ms and calls a server thread of an
+/// activity without a reservation, whose stop runs 100ms; two CPU-bound
+/// hogs compete. While it serves, the server is scheduled in the client's
+/// activity: at least 5ms in every 10ms window, so its 100ms are done
+/// within 200ms (round robin alone, a third of the CPU, would take about
+/// 300ms).
+#[test]
+fn an_rpc_server_runs_on_the_callers_reservation_without_messages() {
+    let server = thread("server", "srv", vec![Op::Serve("svc".into())]);
+    let client = thread(
+        "client",
+        "cli",
+        vec![
+            reserve(ms(5), ms(10)),
+            Op::Call {
+                domain: "svc".into(),
+                stop: "work".into(),
+                via: Via::Rpc,
+            },
+            Op::Exit,
+        ],
+    );
+    let threads = vec![
+        server,
+        client,
+        thread("hog1", "", vec![forever()]),
+        thread("hog2", "", vec![forever()]),
+    ];
+    let mut scn = scenario(1, ms(600), threads);
+    scn.script.push(ScriptEvent {
+        at: Instant::ZERO,
+        action: Action::Domain(DomainSpec {
+            name: "svc".into(),
+            stops: vec![StopSpec {
+                name: "work".into(),
+                body: vec![Op::Run(Dist::Fixed(ms(100)))],
+            }],
+            members: vec!["server".into()],
+            start: true,
+        }),
+    });
+    let r = go(&scn);
+    let c = replies(&r, "client");
+    assert_eq!(c.len(), 1, "{c:#?}");
+    assert_eq!(c[0].kind, LogKind::Reply, "{}", c[0].text);
+    let client = r.threads.iter().find(|t| t.name == "client").unwrap();
+    assert_eq!(client.calls.ok, 1);
+    let replied = client.exit.expect("the reply came");
+    assert!(replied <= at(200), "replied at {replied}");
+    assert_eq!(ran(&r, &["server"], at(0), replied), ms(100));
+    let mut t = at(0);
+    while t + ms(10) <= replied {
+        let got = ran(&r, &["server"], t, t + ms(10));
+        assert!(got >= ms(5), "window at {t} during the call: {got}");
+        t += ms(1);
+    }
 }
 
 fn rpc(name: &str, port: i64) -> Op {

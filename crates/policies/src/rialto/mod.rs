@@ -10,7 +10,7 @@
 //! - [`constraints`]: time interval assignment for time constraints (§3.2)
 //!   and their bookkeeping: feasibility, criticality (§4.3), nesting (§4.4),
 //!   the EDF view of assigned time (§3.3).
-//! - [`inherit`]: constraint inheritance across mutexes and RPCs (§4.2,
+//! - [`inherit`] (shared with `fp` and `rm`): constraint inheritance across mutexes and RPCs (§4.2,
 //!   §4.6): blocked-on chains with path compression, FIFO hand-off,
 //!   deadlock refusal, the RPC server's activity.
 //! - [`policy`]: the `rialto` policy itself: its state, the scheduler
@@ -26,7 +26,8 @@
 
 pub mod constraints;
 pub mod graph;
-pub mod inherit;
+/// The inheritance book, shared with the priority policies.
+pub use crate::inherit;
 pub mod policy;
 
 pub use policy::{grants, Rialto, INFO};

@@ -38,8 +38,10 @@
 //!   thread should then send `block_on` and block); `block_on { mutex }`:
 //!   the thread waits for the mutex's holder (`Err` on a free mutex or a
 //!   wait-for cycle); `unlock { mutex }`: releases it, handing it to the
-//!   first waiter (`Ok { handed_over }`). The simulator's own mutexes are
-//!   not visible to a policy: these messages mirror them;
+//!   first waiter (`Ok { handed_over }`). These are for mutexes the
+//!   platform does not report: the simulator's own mutexes and RPC calls
+//!   reach the policy without messages, through `Scheduler::sync` (see
+//!   below);
 //! - `rpc_serve { port }` (an integer): the thread becomes the server of
 //!   the port (`Err` if the port has one);
 //! - `rpc_call { port }`: the thread calls the port's server and should
@@ -61,6 +63,14 @@
 //! - `rpc_reply`: the server ends the call it serves and goes back to its
 //!   own activity (`Err` if it serves none); the graph VP re-decides if it
 //!   ran there for the caller.
+//!
+//! **The platform's mutexes and RPCs** (`Scheduler::sync`, `requests.rs`):
+//! a child taking, blocking on or releasing a platform mutex, and a child
+//! server taking or ending a child client's call, drive the same
+//! inheritance book as the messages, in a separate name space, whatever
+//! the mutex's declared protocol; the platform chooses who gets a released
+//! mutex and the book follows. Events naming a thread of another scheduler
+//! are not delivered (a holder there is lent nothing).
 //!
 //! A thread that leaves ends the call it makes (its server goes back to its
 //! own activity), the call it serves (its caller waits no more) and closes
@@ -171,7 +181,8 @@
 //!
 //! **Implemented.** §3 graph and interval assignment, §4.3 criticality,
 //! §4.4 nesting (in [`super::constraints`]); §4.6 rules 1–5; §4.5 second
-//! chance; §4.2 inheritance across mutexes and RPCs, reported by message.
+//! chance; §4.2 inheritance across mutexes and RPCs, reported by the platform or by
+//! message.
 //!
 //! **Limits.** Only `ParentVp(0)` follows the graph: on several CPUs the
 //! other VPs use free-time round robin (a reserved thread gets at least its
@@ -197,12 +208,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value, VpState,
+    ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, SyncEvent, TimerKey, Value, VpState,
 };
 
 use super::constraints::{ConstraintId, Constraints};
 use super::graph::{Graph, GraphParams, Pin};
 use super::inherit::Inheritance;
+pub(super) use requests::MutexKey;
 
 #[path = "queues.rs"]
 mod queues;
@@ -220,8 +232,9 @@ pub const INFO: PolicyInfo = PolicyInfo {
           `reserve { amount, period }` reserves for the activity on a precomputed \
           scheduling graph (refused with the reason if it does not fit), `release` drops \
           it, `begin_constraint { start, estimate, deadline, critical }` / \
-          `end_constraint` run time constraints EDF in assigned time; `lock`, `unlock`, \
-          `block_on { mutex }` report mutexes so holders inherit waiters' constraints; \
+          `end_constraint` run time constraints EDF in assigned time; the simulator's mutexes and \
+          `call via rpc` lend a blocked thread's constraint to the holder or server by \
+          themselves (`lock`, `unlock`, `block_on { mutex }` report other mutexes); \
           `rpc_serve { port }`, `rpc_call { port }` (then block), `rpc_reply` run an RPC \
           server in its caller's activity (reservation, round robin, the blocked \
           caller's constraint) until it replies. The first VP follows the graph by the \
@@ -419,7 +432,7 @@ struct Child {
     /// Its name in the inheritance graph (child ids are reused, serials not).
     serial: u64,
     /// Mutexes it holds (§4.2).
-    holds: BTreeSet<i64>,
+    holds: BTreeSet<MutexKey>,
     /// RPC ports it serves.
     ports: BTreeSet<i64>,
     /// Where the selection queues hold it (see `queues.rs`).
@@ -515,7 +528,7 @@ pub struct Rialto {
     /// The second-chance queue (§4.5).
     second: BTreeMap<Activity, SecondChance>,
     /// Mutexes, RPCs and who waits for whom (§4.2), by thread serial.
-    inherit: Inheritance<u64, i64, ()>,
+    inherit: Inheritance<u64, MutexKey, ()>,
     by_serial: BTreeMap<u64, ChildId>,
     next_serial: u64,
     /// RPC port -> the serial of its server thread.
@@ -766,7 +779,16 @@ impl Scheduler for Rialto {
         let c = self.children.remove(child).expect("registered");
         self.by_serial.remove(&c.serial);
         for m in c.holds {
-            self.unlock_as(c.serial, m);
+            match m {
+                MutexKey::Named(_) => {
+                    self.unlock_as(c.serial, m);
+                }
+                // The platform still counts it the holder: the waiters now
+                // wait for a thread outside this scheduler.
+                MutexKey::Platform(_) => {
+                    let _ = self.inherit.release_to(c.serial, m, None);
+                }
+            }
         }
         let act = self.acts.get_mut(&activity).expect("registered");
         act.members -= 1;
@@ -936,6 +958,10 @@ impl Scheduler for Rialto {
         self.request(cx, from, msg)
     }
 
+    fn sync(&mut self, cx: &mut Cx, event: &SyncEvent<ChildId>) {
+        self.platform_sync(cx, event);
+    }
+
     fn check_invariants(&self) -> Result<(), String> {
         let mut runnable = 0;
         let mut members: BTreeMap<Activity, u32> = BTreeMap::new();
@@ -1030,10 +1056,11 @@ impl Scheduler for Rialto {
             }
             for &m in &c.holds {
                 if self.inherit.holder(m) != Some(c.serial) {
-                    return Err(format!("{id} thinks it holds mutex {m}"));
+                    return Err(format!("{id} thinks it holds {m}"));
                 }
             }
         }
+        self.inherit.check()?;
         if self.by_serial.len() != self.children.iter().count() {
             return Err("serial index names threads that left".into());
         }

@@ -5,14 +5,33 @@
 //! module documentation there lists the messages and what they answer.
 
 use hsched_core::{
-    ChildId, Cx, Duration, Instant, Msg, ParamKind, ParamSpec, Params, Reply, Scheduler, Sender,
-    TimerKey, Value, VpState,
+    ChildId, Cx, Duration, Instant, Msg, MutexId, ParamKind, ParamSpec, Params, Reply, Scheduler,
+    Sender, SyncEvent, TimerKey, Value, VpState,
 };
+use std::fmt;
 
 use super::super::constraints::{ConstraintId, ConstraintInfo, Constraints, Rejected, Request};
 use super::super::graph::Graph;
 use super::super::inherit::{InheritError, Wait};
 use super::{dur, Activity, Denied, Rialto, Served, State, Tier, GRAPH_VP};
+
+/// A mutex in the inheritance book: one a program names in its `lock`,
+/// `block_on` and `unlock` messages, or one of the platform's, reported
+/// through [`SyncEvent`]s. Separate name spaces, so the two never collide.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MutexKey {
+    Named(i64),
+    Platform(MutexId),
+}
+
+impl fmt::Display for MutexKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MutexKey::Named(m) => write!(f, "mutex {m}"),
+            MutexKey::Platform(m) => write!(f, "platform {m}"),
+        }
+    }
+}
 
 fn reserve_params() -> Vec<ParamSpec> {
     vec![
@@ -346,7 +365,7 @@ impl Rialto {
         args: &Params,
     ) -> Result<Params, String> {
         let args = args.resolve(&mutex_params())?;
-        let m = args.int("mutex");
+        let m = MutexKey::Named(args.int("mutex"));
         let serial = self.children[child].serial;
         match name {
             "lock" => {
@@ -370,31 +389,101 @@ impl Rialto {
                 }
                 self.children[child].holds.remove(&m);
                 let next = self.unlock_as(serial, m);
-                // §4.2: the holder runs with the waiter's constraint "until
-                // it releases ownership of the last synchronization object in
-                // the chain": re-decide if it ran for someone else's.
-                if let Some(Some(slot)) = self.on_vp.get(GRAPH_VP.index()) {
-                    let inherited = match slot.tier {
-                        Tier::Constraint(c) => {
-                            self.book.get(c).is_some_and(|i| i.thread != slot.child)
-                        }
-                        _ => false,
-                    };
-                    if slot.child == child
-                        && inherited
-                        && matches!(cx.vp_state(GRAPH_VP), VpState::Held(_))
-                    {
-                        cx.reschedule(GRAPH_VP);
-                    }
-                }
+                self.end_inherited_run(cx, child);
                 Ok(Params::new().with("handed_over", Value::Bool(next.is_some())))
+            }
+        }
+    }
+
+    /// §4.2: the holder runs with the waiter's constraint "until it
+    /// releases ownership of the last synchronization object in the
+    /// chain": re-decides the graph VP if `child` ran there for someone
+    /// else's constraint.
+    fn end_inherited_run(&mut self, cx: &mut Cx, child: ChildId) {
+        if let Some(Some(slot)) = self.on_vp.get(GRAPH_VP.index()) {
+            let inherited = match slot.tier {
+                Tier::Constraint(c) => self.book.get(c).is_some_and(|i| i.thread != slot.child),
+                _ => false,
+            };
+            if slot.child == child && inherited && matches!(cx.vp_state(GRAPH_VP), VpState::Held(_))
+            {
+                cx.reschedule(GRAPH_VP);
+            }
+        }
+    }
+
+    /// The platform's mutexes and RPCs (§4.2), without any message: a
+    /// thread blocked on a mutex lends its constraint to the holder, a
+    /// served RPC runs in the caller's activity with the caller's
+    /// constraint, exactly as the `lock` / `block_on` / `unlock` and
+    /// `rpc_call` / `rpc_reply` messages would have it, whatever the
+    /// mutex's declared protocol. The book follows the platform: the
+    /// platform, not the book, chooses who gets a released mutex.
+    pub(super) fn platform_sync(&mut self, cx: &mut Cx, event: &SyncEvent<ChildId>) {
+        let serial_of = |r: &Self, c: ChildId| r.children.get(c).map(|c| c.serial);
+        match *event {
+            SyncEvent::Acquired { thread, mutex, .. } => {
+                let (Some(s), m) = (serial_of(self, thread), MutexKey::Platform(mutex)) else {
+                    return;
+                };
+                if self.inherit.acquire(s, m).is_ok() {
+                    self.children[thread].holds.insert(m);
+                }
+            }
+            SyncEvent::Blocked { thread, mutex, .. } => {
+                let Some(s) = serial_of(self, thread) else {
+                    return;
+                };
+                // Held by a thread of another scheduler: nobody here to lend to.
+                if self.inherit.block_on(s, MutexKey::Platform(mutex)).is_ok() {
+                    self.preempt_if_needed(cx);
+                }
+            }
+            SyncEvent::Released {
+                thread, mutex, to, ..
+            } => {
+                let (Some(s), m) = (serial_of(self, thread), MutexKey::Platform(mutex)) else {
+                    return;
+                };
+                if !self.children[thread].holds.remove(&m) {
+                    return;
+                }
+                let to = to.and_then(|w| serial_of(self, w));
+                if let Ok(Some(next)) = self.inherit.release_to(s, m, to) {
+                    let c = self.by_serial[&next];
+                    self.children[c].holds.insert(m);
+                }
+                self.end_inherited_run(cx, thread);
+            }
+            SyncEvent::CallServed { client, server } => {
+                let (Some(c), Some(s)) = (serial_of(self, client), serial_of(self, server)) else {
+                    return;
+                };
+                if self.inherit.call(c, s).is_ok() {
+                    self.rehome(s);
+                    self.recheck_graph_vp(cx, server);
+                    self.preempt_if_needed(cx);
+                }
+            }
+            SyncEvent::CallEnded { client, server } => {
+                let (Some(c), Some(s)) = (serial_of(self, client), serial_of(self, server)) else {
+                    return;
+                };
+                if self.inherit.client_of(s) != Some(c) || self.inherit.end_call(s).is_err() {
+                    return;
+                }
+                self.rehome(s);
+                let a = self.children[client].sched;
+                self.note_blocked(cx, a);
+                self.recheck_graph_vp(cx, server);
+                self.preempt_if_needed(cx);
             }
         }
     }
 
     /// Releases `m` held by `serial`; the mutex goes to its first waiter
     /// still attached (returned), skipping threads that left.
-    pub(super) fn unlock_as(&mut self, serial: u64, m: i64) -> Option<ChildId> {
+    pub(super) fn unlock_as(&mut self, serial: u64, m: MutexKey) -> Option<ChildId> {
         let mut holder = serial;
         loop {
             match self.inherit.release(holder, m) {

@@ -359,7 +359,7 @@ fn read_file(root: &Value, cx: &mut Cx) -> Result<File, Fail> {
                 }
                 "pi_enabled" => {
                     if m.value.as_ref().map(|v| &v.kind) == Some(&Kind::Bool(true)) {
-                        cx.warn(m.key_pos, &path, "hsched's mutexes have no priority inheritance: a thread holding one runs at its own priority");
+                        cx.warn(m.key_pos, &path, "the imported mutexes are declared without priority inheritance: add [[mutex]] tables with protocol = \"inherit\" (fp and rm honour it)");
                     }
                 }
                 // How rt-app turns `run` durations into loops of work:

@@ -1,4 +1,7 @@
-//! Rialto constraint inheritance across mutexes and RPCs.
+//! Inheritance across mutexes and RPCs: who waits for whom, and the most
+//! urgent scheduling state a thread is lent. Rialto's constraint
+//! inheritance is the source; `fp` and `rm` use the same book for priority
+//! inheritance (the "constraint" is then the priority).
 //!
 //! **Source.** Jones, Roşu & Roşu, "CPU Reservations and Time Constraints"
 //! (SOSP '97): §4.2 (a thread blocked on a synchronization object held by
@@ -63,6 +66,13 @@
 //! `block_on` is one `runs_for`; `effective`, `release` with waiters,
 //! `reply` and `end_call` walk the subtree, `O(k log n)`; `activity_of` is
 //! `O(log n)` per level of nested calls; the rest is `O(log n)`.
+//!
+//! **Following a platform.** A policy that hears of the platform's mutexes
+//! ([`hsched_core::SyncEvent`]) does not choose who gets a released mutex:
+//! [`Inheritance::release_to`] hands it to the waiter the platform chose,
+//! or frees it (its remaining waiters then wait for a thread this book
+//! does not know, and are unblocked here). [`Inheritance::remove`] forgets
+//! a thread that left, for books keyed by reusable ids.
 //!
 //! **Limits.** No recursive mutexes (acquiring a mutex one holds is
 //! [`InheritError::Busy`]); a blocked thread cannot act (acquire, block,
@@ -292,6 +302,146 @@ impl<T: Copy + Ord, M: Copy + Ord, C: Copy> Inheritance<T, M, C> {
                 Ok(Some(w))
             }
         }
+    }
+
+    /// `t` releases `m` and the platform hands it to `to`: if `to` is one
+    /// of `m`'s waiters it becomes the holder (the others now wait for it);
+    /// otherwise `m` is free here and its waiters are unblocked (they wait
+    /// for a thread outside this book). Returns the new holder.
+    pub fn release_to(&mut self, t: T, m: M, to: Option<T>) -> Result<Option<T>, InheritError> {
+        if self.is_blocked(t) {
+            return Err(InheritError::Blocked);
+        }
+        if self.holder(m) != Some(t) {
+            return Err(InheritError::NotHolder);
+        }
+        self.thread(t).holds.remove(&m);
+        let mx = self.mutexes.get_mut(&m).expect("held");
+        let picked = to.and_then(|w| mx.waiters.iter().position(|&x| x == w));
+        match picked {
+            Some(i) => {
+                let w = mx.waiters.remove(i).expect("present");
+                mx.holder = w;
+                let th = self.thread(w);
+                th.wait = None;
+                th.holds.insert(m);
+                // Every chain through `m` ended at `t` and now ends at `w`.
+                self.clear_hints(w);
+                Ok(Some(w))
+            }
+            None => {
+                let mx = self.mutexes.remove(&m).expect("held");
+                for w in mx.waiters {
+                    self.thread(w).wait = None;
+                    // Chains through `w` ended at `t` and now end at `w`.
+                    self.clear_hints(w);
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// Forgets `t` (it left): the mutexes it holds are freed (their waiters
+    /// unblocked), it leaves the queue it waits in, and the calls it makes
+    /// or serves end.
+    pub fn remove(&mut self, t: T) {
+        let Some(th) = self.threads.get(&t) else {
+            return;
+        };
+        let (wait, holds, client) = (th.wait, th.holds.clone(), th.client);
+        // Every chain through `t` changes; the others do not.
+        for d in self.dependents(t) {
+            self.thread(d).hint = None;
+        }
+        match wait {
+            Some(Wait::Mutex(m)) => {
+                if let Some(mx) = self.mutexes.get_mut(&m) {
+                    mx.waiters.retain(|&w| w != t);
+                }
+            }
+            Some(Wait::Reply(s)) => self.thread(s).client = None,
+            None => {}
+        }
+        for m in holds {
+            if let Some(mx) = self.mutexes.remove(&m) {
+                for w in mx.waiters {
+                    self.thread(w).wait = None;
+                }
+            }
+        }
+        if let Some(c) = client {
+            self.thread(c).wait = None;
+        }
+        self.threads.remove(&t);
+    }
+
+    /// The threads the book knows, in order.
+    pub fn threads(&self) -> impl Iterator<Item = T> + '_ {
+        self.threads.keys().copied()
+    }
+
+    /// Checks the book against itself: holders and waiters agree with what
+    /// each thread says it holds and waits for, calls pair a client with
+    /// its server, hints lie on their thread's chain, and no chain loops.
+    pub fn check(&self) -> Result<(), String>
+    where
+        T: fmt::Debug,
+        M: fmt::Debug,
+    {
+        for (m, mx) in &self.mutexes {
+            if !self
+                .threads
+                .get(&mx.holder)
+                .is_some_and(|h| h.holds.contains(m))
+            {
+                return Err(format!("{m:?}'s holder {:?} does not hold it", mx.holder));
+            }
+            for w in &mx.waiters {
+                if self.waiting_for(*w) != Some(Wait::Mutex(*m)) {
+                    return Err(format!("{w:?} is queued on {m:?} but does not wait for it"));
+                }
+            }
+        }
+        for (t, th) in &self.threads {
+            for m in &th.holds {
+                if self.holder(*m) != Some(*t) {
+                    return Err(format!("{t:?} thinks it holds {m:?}"));
+                }
+            }
+            match th.wait {
+                Some(Wait::Mutex(m)) if !self.waiters(m).contains(t) => {
+                    return Err(format!("{t:?} waits for {m:?} but is not queued on it"));
+                }
+                Some(Wait::Reply(s)) if self.client_of(s) != Some(*t) => {
+                    return Err(format!(
+                        "{t:?} waits for {s:?}'s reply but {s:?} serves {:?}",
+                        self.client_of(s)
+                    ));
+                }
+                _ => {}
+            }
+            if let Some(c) = th.client {
+                if self.waiting_for(c) != Some(Wait::Reply(*t)) {
+                    return Err(format!("{t:?} serves {c:?}, which does not wait for it"));
+                }
+            }
+            // The real chain, bounded by the number of threads: longer loops.
+            let mut chain = Vec::new();
+            let mut x = *t;
+            while let Some(next) = self.threads.get(&x).and_then(|th| self.next(th)) {
+                if chain.len() > self.threads.len() {
+                    return Err(format!("{t:?}'s chain of waits loops"));
+                }
+                chain.push(next);
+                x = next;
+            }
+            if let Some(h) = th.hint {
+                if !chain.contains(&h) {
+                    return Err(format!("{t:?}'s hint {h:?} is not on its chain"));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `client` calls `server` and blocks until `reply(server)`; meanwhile
