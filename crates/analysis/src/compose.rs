@@ -12,8 +12,8 @@
 //! edge is checked against what the thread says it needs (`needs`). The
 //! hierarchy composes when no problem is an error.
 //!
-//! Only the hierarchy at time 0 is analysed: scripted loads, moves and
-//! threads joining schedulers by message are not (a note says so).
+//! [`analyse`] takes one hierarchy, the one at time 0; a run re-analyses
+//! each change as it happens ([`crate::guard`]).
 //!
 //! Cost: O(schedulers + threads + links) hash look-ups, plus what the rules
 //! do (each is linear in its children, but `fp` sorts them and `join`
@@ -257,7 +257,7 @@ impl fmt::Display for Received {
 /// `msg` operations addressed to `parent` or to it by name, and the
 /// reservations or constraints the `randres` and `constraints` programs
 /// ask for.
-fn messages_to_parent(ops: &[Op], parent: &str, out: &mut Vec<Msg>) {
+pub(crate) fn messages_to_parent(ops: &[Op], parent: &str, out: &mut Vec<Msg>) {
     for op in ops {
         match op {
             Op::Msg { to, msg } => {
@@ -410,7 +410,7 @@ pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
     }
     if !scn.script.is_empty() {
         notes.push(
-            "the script changes the hierarchy while it runs: only the hierarchy at time 0 is analysed"
+            "the script changes the hierarchy while it runs: this is the hierarchy at time 0 (a run re-analyses each change before it is made)"
                 .to_string(),
         );
     }

@@ -19,13 +19,15 @@
 //!   its children (built-in rules, the literature rows as data, rows added
 //!   at run time); [`compose`]: the top-down analysis of §3.3, every edge
 //!   labelled or the problem named; [`draw`]: the labelled hierarchy as
-//!   text, DOT, SVG (like the paper's Fig. 3) and JSON.
+//!   text, DOT, SVG (like the paper's Fig. 3) and JSON; [`guard`]: the
+//!   analysis re-run on each change of a running hierarchy.
 
 pub mod bvt_config;
 pub mod bvt_report;
 pub mod compose;
 pub mod draw;
 pub mod guarantee;
+pub mod guard;
 pub mod ratio;
 pub mod rewrite;
 pub mod rules;

@@ -495,31 +495,131 @@ fn analyse(
 }
 
 /// A scenario to run (`sim`, `live`) with its plugins, analysed: refused
-/// unless it composes or `allow_uncomposed`.
+/// unless it composes or `allow_uncomposed`; with the guard that
+/// re-analyses each change while it runs.
 fn load_to_run(
     file: &Path,
     plugin_paths: &[PathBuf],
     allow_uncomposed: bool,
-) -> Result<
-    (
-        hsched_model::Scenario,
-        plugins::Plugins,
-        hsched_analysis::compose::Analysis,
-    ),
-    CliError,
-> {
+) -> Result<(hsched_model::Scenario, plugins::Plugins, RunGuard), CliError> {
     let (scn, plugins) = plugins::load_scenario(file, plugin_paths)?;
-    let analysis = analyse(file, &scn, &plugins.rule_book()?, allow_uncomposed)?;
-    Ok((scn, plugins, analysis))
+    let book = plugins.rule_book()?;
+    let analysis = analyse(file, &scn, &book, allow_uncomposed)?;
+    let guard = RunGuard::new(&scn, book, analysis, allow_uncomposed);
+    Ok((scn, plugins, guard))
+}
+
+/// A run's change guard: the analysis at time 0, re-run on every change
+/// of the hierarchy the run makes, with what it promised whom from when.
+struct RunGuard {
+    guard: std::sync::Arc<std::sync::Mutex<hsched_analysis::guard::AnalysisGuard>>,
+    /// The analysis at time 0 (the report draws it).
+    initial: hsched_analysis::compose::Analysis,
+    scn: hsched_model::Scenario,
+    book: hsched_analysis::rules::RuleBook,
+    allow_uncomposed: bool,
+}
+
+impl RunGuard {
+    fn new(
+        scn: &hsched_model::Scenario,
+        book: hsched_analysis::rules::RuleBook,
+        analysis: hsched_analysis::compose::Analysis,
+        allow_uncomposed: bool,
+    ) -> Self {
+        let guard = hsched_analysis::guard::AnalysisGuard::new(
+            scn,
+            book.clone(),
+            analysis.clone(),
+            allow_uncomposed,
+        );
+        RunGuard {
+            guard: std::sync::Arc::new(std::sync::Mutex::new(guard)),
+            initial: analysis,
+            scn: scn.clone(),
+            book,
+            allow_uncomposed,
+        }
+    }
+
+    /// The handle a run's dispatcher consults.
+    fn shared(&self) -> hsched_model::guard::SharedGuard {
+        hsched_model::guard::SharedGuard(self.guard.clone())
+    }
+
+    /// A guard of its own for another run of the same scenario.
+    fn fresh(&self) -> Self {
+        RunGuard::new(
+            &self.scn,
+            self.book.clone(),
+            self.initial.clone(),
+            self.allow_uncomposed,
+        )
+    }
+
+    /// Writes what was promised each scheduler and thread into the run's
+    /// result, so that the outputs show CPU received next to it, and from
+    /// when where that was after the start. A thread is labelled with what
+    /// it was promised under the scheduler it ended under; one that got
+    /// there by a change the guard was not told of (none of the run's
+    /// changes are hidden from it, but a platform may end a thread's stay
+    /// itself) is not labelled.
+    fn label(&self, result: &mut hsched_model::RunResult) {
+        use hsched_model::CpuShare;
+        let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner());
+        let label = |p: &hsched_analysis::guard::Promise| {
+            let share = p
+                .received
+                .share()
+                .and_then(|s| CpuShare::new(s.num(), s.den()));
+            let from = (p.since > hsched_core::Instant::ZERO).then_some(p.since);
+            (Some(p.received.to_string()), share, from)
+        };
+        // The k-th node of a name is its k-th load.
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for node in &mut result.nodes {
+            let k = seen.entry(node.name.as_str()).or_default();
+            if let Some(p) = guard.scheduler_promises(&node.name).get(*k) {
+                (node.guarantee, node.guaranteed_share, node.guaranteed_from) = label(p);
+            }
+            *k += 1;
+        }
+        for thread in &mut result.threads {
+            match guard.thread_promise(&thread.name) {
+                // A refused thread shows its refusal wherever it went: that
+                // is why it went.
+                Some(tp) if tp.under == thread.scheduler || tp.promise.received.refused => {
+                    (
+                        thread.guarantee,
+                        thread.guaranteed_share,
+                        thread.guaranteed_from,
+                    ) = label(&tp.promise);
+                }
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Says on stderr each change a run let through that broke a promise
+/// (`--allow-uncomposed`): the summary's log has them too, but a run
+/// written as JSON would not show them.
+fn warn_uncomposed(result: &hsched_model::RunResult) {
+    for e in &result.log {
+        if e.kind == hsched_model::LogKind::Uncomposed {
+            eprintln!("warning: at {}: {}", e.at, e.text);
+        }
+    }
 }
 
 fn sim(args: SimArgs) -> Result<(), CliError> {
-    let (scn, plugins, analysis) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
+    let (scn, plugins, guard) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
     let opts = hsched_sim::SimOptions {
         horizon: args.horizon,
         seed: args.seed,
         trace: args.out.wants_trace(),
         check_invariants: args.check,
+        guard: Some(guard.shared()),
     };
     let mut sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
@@ -536,11 +636,12 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     run_with_progress(&mut sim);
     let (cut_at, horizon) = (sim.cut_at(), sim.horizon());
     let mut result = sim.finish();
-    label_guarantees(&scn, &analysis, &mut result);
+    guard.label(&mut result);
+    warn_uncomposed(&result);
     let source = RunSource {
         file: &args.file,
         scn: &scn,
-        analysis: &analysis,
+        analysis: &guard.initial,
     };
     if let Some(csv) = jobs_csv {
         csv.finish(&result)?;
@@ -743,7 +844,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         true => (hsched_live::run::Backend::Agent, None),
         false => hsched_live::run::Backend::pick(args.backend.map(Into::into)),
     };
-    let (scn, plugins, analysis) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
+    let (scn, plugins, guard) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
     let exe = std::env::current_exe().map_err(|e| {
         CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
     })?;
@@ -779,6 +880,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         policies: plugins.infos(),
         keep_commands: args.keep_commands,
         stop: Some(stop),
+        guard: Some(guard.shared()),
     };
     let hsched_live::run::Outcome {
         mut result,
@@ -795,11 +897,12 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             },
         );
     }
-    label_guarantees(&scn, &analysis, &mut result);
+    guard.label(&mut result);
+    warn_uncomposed(&result);
     let source = RunSource {
         file: &args.file,
         scn: &scn,
-        analysis: &analysis,
+        analysis: &guard.initial,
     };
     // A timeline past what a run keeps was given up during the run.
     let trace_lost = args.out.wants_trace() && result.trace.is_none();
@@ -811,18 +914,20 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     };
     write_outputs(&result, &out, &source)?;
     if args.compare_sim {
+        let sim_guard = guard.fresh();
         let opts = hsched_sim::SimOptions {
             // Stopped early: the simulation to the same end.
             horizon: match interrupted {
                 Some(_) => Some(result.horizon),
                 None => args.horizon,
             },
+            guard: Some(sim_guard.shared()),
             ..Default::default()
         };
         let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
             .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
         let mut simulated = sim.finish();
-        label_guarantees(&scn, &analysis, &mut simulated);
+        sim_guard.label(&mut simulated);
         print_stdout(&hsched_report::compare(&simulated, &result))?;
     }
     // The plugin libraries stay open until no instance is left.
@@ -853,51 +958,6 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         hsched_live::agent::Interrupted::Signal(sig) => Err(CliError::Stopped(message, 128 + sig)),
         hsched_live::agent::Interrupted::GuardianGone(_)
         | hsched_live::agent::Interrupted::Ejected(_) => Err(CliError::Failed(message)),
-    }
-}
-
-/// Writes what the analysis promised each scheduler and thread into the
-/// run's result, so that the outputs show CPU received next to it. Only the
-/// hierarchy at time 0 is analysed: a scheduler the script loads gets no
-/// label (nor a second one of the same name), and neither does a thread
-/// that ended under another scheduler than the one it was analysed under.
-fn label_guarantees(
-    scn: &hsched_model::Scenario,
-    analysis: &hsched_analysis::compose::Analysis,
-    result: &mut hsched_model::RunResult,
-) {
-    use hsched_analysis::compose::Received;
-    use hsched_model::CpuShare;
-    let label = |r: &Received| {
-        let share = r.share().and_then(|s| CpuShare::new(s.num(), s.den()));
-        (Some(r.to_string()), share)
-    };
-    let mut receipts = analysis.received_all();
-    for node in &mut result.nodes {
-        // `remove`: the first node of a name is the one from time 0.
-        if let Some(r) = receipts.schedulers.remove(node.name.as_str()) {
-            (node.guarantee, node.guaranteed_share) = label(&r);
-        }
-    }
-    let parents: std::collections::HashMap<&str, &str> = scn
-        .threads
-        .iter()
-        .map(|t| (t.name.as_str(), t.parent.as_str()))
-        .collect();
-    for thread in &mut result.threads {
-        let name = thread.name.as_str();
-        let Some(&placed) = parents.get(name) else {
-            continue;
-        };
-        // A thread that ended elsewhere shows nothing from time 0, except
-        // its refusal: that is why it went.
-        let refused = receipts.threads.get(name).is_some_and(|r| r.refused);
-        if placed != thread.scheduler && !refused {
-            continue;
-        }
-        if let Some(r) = receipts.threads.remove(name) {
-            (thread.guarantee, thread.guaranteed_share) = label(&r);
-        }
     }
 }
 

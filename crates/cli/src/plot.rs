@@ -96,13 +96,14 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
             args.width, args.height
         )));
     }
-    let (scn, plugins, analysis) =
+    let (scn, plugins, guard) =
         crate::load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
     let opts = hsched_sim::SimOptions {
         horizon: args.horizon,
         seed: args.seed,
         trace: true,
         check_invariants: false,
+        guard: Some(guard.shared()),
     };
     let mut sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
@@ -126,7 +127,7 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
             hsched_sim::DEFAULT_TRACE_LIMIT
         )));
     }
-    crate::label_guarantees(&scn, &analysis, &mut result);
+    guard.label(&mut result);
     let plot_opts = PlotOptions {
         width: args.width,
         height: args.height,

@@ -1524,3 +1524,115 @@ fn the_sched_ext_backend_says_why_it_cannot_run_here() {
         "{first}"
     );
 }
+
+/// `hsched ctl load` into a live run is re-analysed as a script step is: a
+/// `res` asking 60% of a `res` that promised 50% is refused with the
+/// analysis's reason (exit 2) and the run goes on; a load that composes is
+/// made and labelled from its time.
+#[test]
+fn ctl_refuses_a_load_that_breaks_a_promise() {
+    let _turn = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    hsched_testkit::require!("root", realtime());
+    let socket = tmp("live", "guard.sock");
+    let socket = socket.to_str().unwrap();
+    let scenario = tmp("live", "guard.toml");
+    std::fs::write(
+        &scenario,
+        r#"
+name = "guard"
+horizon = "60s"
+default = "ts"
+[machine]
+cpus = 1
+[[scheduler]]
+name = "root"
+policy = "fp"
+[[scheduler]]
+name = "r"
+policy = "res"
+parent = "root"
+at = { prio = 10 }
+[[scheduler]]
+name = "ts"
+policy = "rr"
+parent = "root"
+at = { prio = 0 }
+[[thread]]
+name = "a"
+parent = "r"
+at = { amount = "5ms", period = "10ms" }
+program = [ { run = "100s" } ]
+"#,
+    )
+    .unwrap();
+    let mut live = live_with_socket(&scenario, socket);
+    let ctl = |args: &[&str]| ctl_at(socket, args);
+    let started = Instant::now();
+    loop {
+        let out = ctl(&["status"]);
+        if out.status.success() {
+            break;
+        }
+        if let Ok(Some(_)) = live.try_wait() {
+            let out = live.wait_with_output().unwrap();
+            panic!("hsched live ended: {}", text(&out.stderr));
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{}",
+            text(&out.stderr)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    let at = |name: &str, amount: &str| {
+        ctl(&[
+            "load",
+            name,
+            "res",
+            "--parent",
+            "r",
+            "--at",
+            amount,
+            "--at",
+            "period=10ms",
+        ])
+    };
+    let over = at("b", "amount=6ms");
+    let fits = at("c", "amount=2ms");
+    std::thread::sleep(Duration::from_millis(200));
+    // Stopped before anything is checked: a failed check must not leave
+    // the run holding the CPU.
+    hsched_live::sys::signal(live.id() as i32, libc::SIGTERM).unwrap();
+    let out = live.wait_with_output().unwrap();
+
+    assert_eq!(over.status.code(), Some(2), "{}", text(&over.stdout));
+    assert!(
+        text(&over.stderr).contains(
+            "load `b` (res) under `r`: refused, it would break what the hierarchy promised: `r` (res): its reservations sum to 110% of the CPU"
+        ),
+        "{}",
+        text(&over.stderr)
+    );
+    assert!(fits.status.success(), "{}", text(&fits.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(128 + libc::SIGTERM),
+        "{}",
+        text(&out.stderr)
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let schedulers = result["schedulers"].as_array().unwrap();
+    assert!(schedulers.iter().all(|s| s["name"] != "b"), "{result}");
+    let c = schedulers.iter().find(|s| s["name"] == "c").unwrap();
+    assert_eq!(c["guarantee"], "RESBH 2, 10", "{c}");
+    assert!(c["guaranteed_from_ns"].as_u64().unwrap() > 0, "{c}");
+    let a = &result["threads"][0];
+    assert_eq!(
+        (&a["name"], &a["guarantee"]),
+        (&"a".into(), &"RESBH 5, 10".into())
+    );
+    assert!(result["log"]
+        .to_string()
+        .contains("refused, it would break"));
+}

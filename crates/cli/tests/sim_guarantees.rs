@@ -2,7 +2,7 @@
 //! next to the guarantee the HLS analysis (§3.3) labelled it with: the
 //! summary's `guarantee` column, the metrics' `guarantee` and
 //! `guaranteed_share`, checked against what the run actually gave on the
-//! paper's Fig. 3 hierarchy; and nothing for what the script adds.
+//! paper's Fig. 3 hierarchy; and what the script adds, from when.
 
 use serde_json::Value;
 
@@ -104,22 +104,23 @@ fn the_metrics_carry_the_guarantees_and_the_run_keeps_them() {
 }
 
 #[test]
-fn what_the_script_adds_or_moves_has_no_guarantee() {
+fn what_the_script_adds_or_moves_is_labelled_from_then() {
     // 4 CPUs; at 1s the script loads `bulk` and moves crunch.2 and .3 to it.
     let v = metrics("scenarios/examples/multiprocessor.toml", "1500ms");
     let root = row(&v, "schedulers", "root");
     assert_eq!(root["guarantee"], "ALL ×4");
     assert_eq!(root["guaranteed_share"], 4.0);
+    assert!(root.get("guaranteed_from_ns").is_none(), "{root}");
     let ts = row(&v, "schedulers", "ts");
     assert_eq!(ts["guarantee"], "NULL ×4");
     assert_eq!(ts["guaranteed_share"], Value::Null);
+    // Below `rt` and `ts` on `fp`: nothing promised, from its load.
     let bulk = row(&v, "schedulers", "bulk");
-    assert_eq!(
-        (&bulk["guarantee"], &bulk["guaranteed_share"]),
-        (&Value::Null, &Value::Null)
-    );
-    for (name, labelled) in [("crunch.1", true), ("crunch.2", false), ("crunch.3", false)] {
+    assert_eq!(bulk["guarantee"], "NULL ×4");
+    assert_eq!(bulk["guaranteed_from_ns"], 1_000_000_000u64);
+    for (name, from) in [("crunch.1", None), ("crunch.2", Some(1_000_000_000u64))] {
         let t = row(&v, "threads", name);
-        assert_eq!(t["guarantee"].is_string(), labelled, "{t}");
+        assert_eq!(t["guarantee"], "NULL", "{t}");
+        assert_eq!(t["guaranteed_from_ns"].as_u64(), from, "{t}");
     }
 }

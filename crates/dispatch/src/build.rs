@@ -3,7 +3,8 @@
 
 use crate::{AttachLink, Dispatcher, Platform};
 use hsched_core::{Instant, SchedId};
-use hsched_model::{Action, Scenario, SchedulerSpec};
+use hsched_model::guard::{Change, Ruling};
+use hsched_model::{Action, LogKind, Scenario, SchedulerSpec};
 
 /// Creates the scenario's scheduler instances and attaches them, parents first.
 pub fn build_hierarchy(
@@ -93,9 +94,46 @@ pub fn load(
 /// Carries out a change of the hierarchy, from a scenario's script or an
 /// operator (load, unload, detach, attach, move a thread, message a
 /// scheduler) at `now`: what was done, or why it was refused (nothing
-/// changed). `None` for an action that is not the hierarchy's (protection
+/// changed). A change of the hierarchy's shape is put to the dispatcher's
+/// guard first ([`Dispatcher::set_guard`]): one it refuses is refused with
+/// its reason; one it lets through with a warning is done, the warning
+/// logged after the step. `None` for an action that is not the hierarchy's (protection
 /// domains, which belong to the platform).
 pub fn apply(
+    disp: &mut Dispatcher,
+    platform: &mut dyn Platform,
+    now: Instant,
+    action: &Action,
+) -> Option<Result<String, String>> {
+    let guarded = matches!(
+        action,
+        Action::Load(_)
+            | Action::Unload(_)
+            | Action::Detach(_)
+            | Action::Attach { .. }
+            | Action::Move { .. }
+    );
+    let change = Change::Hierarchy(action);
+    let mut warning = None;
+    if guarded {
+        match disp.review(now, &change) {
+            Ruling::Accept => {}
+            Ruling::Warn(why) => warning = Some(why),
+            Ruling::Refuse(why) => return Some(Err(why)),
+        }
+    }
+    let result = apply_unguarded(disp, platform, now, action)?;
+    if guarded && result.is_ok() {
+        disp.applied(now, &change);
+        if let Some(why) = warning {
+            disp.record(LogKind::Uncomposed, why);
+        }
+    }
+    Some(result)
+}
+
+/// [`apply`] without asking the guard.
+fn apply_unguarded(
     disp: &mut Dispatcher,
     platform: &mut dyn Platform,
     now: Instant,

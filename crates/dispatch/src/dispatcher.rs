@@ -7,7 +7,8 @@ use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Msg, ParamSpec, ParentVp, PolicyInfo,
     Reply, SchedId, Scheduler, Sender, SyncEvent, ThreadId, TimerKey, VpState,
 };
-use hsched_model::{LogEntry, LogKind, NodeResult};
+use hsched_model::guard::{Change, Ruling, SharedGuard};
+use hsched_model::{Action, LogEntry, LogKind, NodeResult};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -211,6 +212,9 @@ pub struct Dispatcher {
     /// Threads whose scheduler was ejected, since the last
     /// [`Dispatcher::take_ejected_threads`].
     pub(crate) ejected_threads: Vec<ThreadId>,
+    /// Re-analyses each change of the hierarchy before it is carried out
+    /// (none: every change the policies admit is carried out).
+    pub(crate) guard: Option<SharedGuard>,
 }
 
 impl Dispatcher {
@@ -248,6 +252,7 @@ impl Dispatcher {
             involuntary: false,
             removing: Vec::new(),
             ejected_threads: Vec::new(),
+            guard: None,
         };
         if let Some(bound) = d.cfg.watchdog {
             d.arm(
@@ -256,6 +261,28 @@ impl Dispatcher {
             );
         }
         d
+    }
+
+    /// From now on, every change of the hierarchy (script steps, operator
+    /// requests, `join` and `leave`) is put to `guard` first, and the
+    /// admissions and ejections it should know of are told to it.
+    pub fn set_guard(&mut self, guard: SharedGuard) {
+        self.guard = Some(guard);
+    }
+
+    /// What the guard says of `change` at `now` (accepted without one).
+    pub fn review(&self, now: Instant, change: &Change) -> Ruling {
+        match &self.guard {
+            Some(g) => g.with(|g| g.review(now, change)),
+            None => Ruling::Accept,
+        }
+    }
+
+    /// Tells the guard, if there is one, that `change` was carried out.
+    pub fn applied(&self, now: Instant, change: &Change) {
+        if let Some(g) = &self.guard {
+            g.with(|g| g.applied(now, change));
+        }
     }
 
     // ----- read-only views -------------------------------------------------
@@ -514,15 +541,9 @@ impl Dispatcher {
             return Reply::Err(format!("no scheduler {to} (it was destroyed)"));
         }
         match (msg.name.as_str(), from) {
-            ("join", Some(t)) => match self.move_thread_inner(t, to, &msg.args) {
-                Ok(()) => Reply::ok(),
-                Err(e) => Reply::Err(e),
-            },
+            ("join", Some(t)) => self.guarded_move(t, to, &msg.args),
             ("leave", Some(t)) => match self.default {
-                Some(d) => match self.move_thread_inner(t, d, &hsched_core::Params::new()) {
-                    Ok(()) => Reply::ok(),
-                    Err(e) => Reply::Err(e),
-                },
+                Some(d) => self.guarded_move(t, d, &hsched_core::Params::new()),
                 None => Reply::Err("there is no default scheduler".into()),
             },
             _ => {
@@ -536,11 +557,52 @@ impl Dispatcher {
                     thread: from,
                     child,
                 };
-                self.call(to, |s, cx| s.msg(cx, sender, msg))
+                let reply = self
+                    .call(to, |s, cx| s.msg(cx, sender, msg))
                     .unwrap_or_else(|| {
                         Reply::Err("the scheduler was ejected while answering".into())
-                    })
+                    });
+                if let (Reply::Ok(_), Some(t), Some(inst)) = (&reply, from, self.inst(to)) {
+                    let change = Change::Admitted {
+                        thread: &self.threads[t.index()].name,
+                        to: &inst.name,
+                        msg,
+                    };
+                    self.applied(self.now, &change);
+                }
+                reply
             }
+        }
+    }
+
+    /// Thread `t` asks to move to `to` (`join`, `leave`): put to the guard
+    /// as a move, then to `to`'s admission.
+    fn guarded_move(&mut self, t: ThreadId, to: SchedId, params: &hsched_core::Params) -> Reply {
+        let action = Action::Move {
+            thread: self.threads[t.index()].name.clone(),
+            to: self.sched_name(to).to_string(),
+            params: params.clone(),
+        };
+        let change = Change::Hierarchy(&action);
+        let warning = match self.review(self.now, &change) {
+            Ruling::Refuse(why) => return Reply::Err(why),
+            Ruling::Warn(why) => Some(why),
+            Ruling::Accept => None,
+        };
+        match self.move_thread_inner(t, to, params) {
+            Ok(()) => {
+                self.applied(self.now, &change);
+                if let Some(why) = warning {
+                    let text = format!(
+                        "thread `{}` moved to `{}` by message: {why}",
+                        self.threads[t.index()].name,
+                        self.sched_name(to)
+                    );
+                    self.record(LogKind::Uncomposed, text);
+                }
+                Reply::ok()
+            }
+            Err(e) => Reply::Err(e),
         }
     }
 

@@ -17,6 +17,7 @@ use hsched_core::{
     ChildId, Cx, Instant, Params, ParentVp, PolicyInfo, SchedId, Scheduler, ThreadId, Value,
     VpState,
 };
+use hsched_model::guard::Change;
 use hsched_model::{LogKind, NodeResult};
 use std::collections::{BinaryHeap, HashMap};
 
@@ -383,9 +384,11 @@ impl Dispatcher {
         if self.removing.contains(&s) {
             return;
         }
-        let text = format!("ejected `{}` ({}): {why}", inst.name, inst.info.name);
+        let name = inst.name.clone();
+        let text = format!("ejected `{name}` ({}): {why}", inst.info.name);
         self.record(LogKind::Eject, text);
         self.remove_tree(s, false);
+        self.applied(self.now, &Change::Ejected { scheduler: &name });
     }
 
     /// Removes `s` and every instance left without a parent because of it;

@@ -120,6 +120,10 @@ pub struct LiveOptions {
     /// (SIGINT, SIGTERM: [`crate::signals`]); the result then covers the
     /// time that ran.
     pub stop: Option<crate::signals::StopHandle>,
+    /// Re-analyses each change of the hierarchy (script steps, control
+    /// requests, `join` and `leave`) before it is made; `None`: changes
+    /// are checked by the policies only.
+    pub guard: Option<hsched_model::guard::SharedGuard>,
 }
 
 /// A live run's result, and why it ended before its horizon if it did.
@@ -287,6 +291,9 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
             disp.add_policy(p);
         }
         hsched_dispatch::build_hierarchy(disp, platform, scn)?;
+        if let Some(guard) = &opts.guard {
+            disp.set_guard(guard.clone());
+        }
     }
     if scx && !opts.partial {
         agent.delegate_others()?;

@@ -9,6 +9,7 @@
 //! list of DESIGN.md, which has no home for data both platforms and the
 //! scenario parser share). It holds data only: no I/O, no clock.
 
+pub mod guard;
 pub mod result;
 pub mod scenario;
 pub mod sketch;

@@ -79,6 +79,10 @@ pub struct ThreadResult {
     /// The long-run fraction of one CPU that guarantee promises, exact;
     /// `None` without a guarantee or when it promises none (NULL).
     pub guaranteed_share: Option<CpuShare>,
+    /// From when that guarantee holds, when not from the start: the thread
+    /// moved, or a change of the hierarchy re-labelled it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guaranteed_from: Option<Instant>,
     /// The cross-domain calls it made (Yau et al. §6), by how they ended.
     pub calls: CallCounts,
 }
@@ -127,11 +131,15 @@ pub struct NodeResult {
     pub alive: bool,
     /// What the HLS analysis says it receives, as the paper writes it
     /// (`RESBS 40, 80`; `ALL ×2` for two VPs each given ALL); `None` when no
-    /// analysis ran or the node was created later by the script.
+    /// analysis ran.
     pub guarantee: Option<String>,
     /// The long-run fraction of one CPU that promises (over all its VPs, so
     /// `ALL ×2` is 2), exact; `None` without a guarantee or for NULL.
     pub guaranteed_share: Option<CpuShare>,
+    /// From when that guarantee holds, when not from the start: the script
+    /// or an operator loaded it, or a change re-labelled it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guaranteed_from: Option<Instant>,
 }
 
 /// An exact fraction of one CPU, `num / den` (more than 1 for a node that
@@ -255,6 +263,9 @@ pub enum LogKind {
     /// What a platform did beside the hierarchy's decisions (live: its
     /// speculative wakeups).
     Platform,
+    /// A change that breaks a guarantee already promised, carried out
+    /// anyway (`--allow-uncomposed`): what it breaks.
+    Uncomposed,
 }
 
 /// The timeline of a run.

@@ -41,6 +41,7 @@
 //! | `threads[].share` | float or null | `cpu_time_ns / horizon_ns` |
 //! | `threads[].guarantee` | string or null | what the HLS analysis promised it, as the paper writes it (`RESBH 5, 33`); null when no analysis ran or it does not cover the thread |
 //! | `threads[].guaranteed_share` | float or null | the long-run fraction of one CPU that promises (`5/33` for RESBH 5, 33; a RESU rate as it is); null for NULL or no guarantee |
+//! | `threads[].guaranteed_from_ns` | integer, absent from 0 | from when that guarantee holds, when a change during the run (a move, `join`, an admission) gave it |
 //! | `threads[].wakeup_latency.count` | int | wakeups measured |
 //! | `threads[].wakeup_latency.p50_ns` | int or null | wakeup-to-dispatch latency, median |
 //! | `threads[].wakeup_latency.p99_ns` | int or null | same, 99th percentile |
@@ -66,8 +67,9 @@
 //! | `schedulers[].alive` | bool | still in the hierarchy at the end |
 //! | `schedulers[].received_ns` | int | CPU time charged through it |
 //! | `schedulers[].share` | float or null | `received_ns / horizon_ns` |
-//! | `schedulers[].guarantee` | string or null | what the analysis says it receives: its incoming edge's label, for a join the one it passes on (the best of its parents, made soft); `ALL ×2` for two VPs given ALL; null when no analysis ran or the script loaded it |
+//! | `schedulers[].guarantee` | string or null | what the analysis says it receives: its incoming edge's label, for a join the one it passes on (the best of its parents, made soft); `ALL ×2` for two VPs given ALL; null when no analysis ran |
 //! | `schedulers[].guaranteed_share` | float or null | the long-run fraction of one CPU that promises, over all its VPs (`ALL ×2`: 2.0); null for NULL or no guarantee |
+//! | `schedulers[].guaranteed_from_ns` | integer, absent from 0 | from when that guarantee holds, when a change during the run (a script load, a `ctl` request) gave it |
 //! | `log[].at_ns` | int | when it happened |
 //! | `log[].kind` | string | `eject`, `watchdog`, `refused`, `script`, `moved`, `reply` |
 //! | `log[].text` | string | what happened |
@@ -130,6 +132,8 @@ pub struct ThreadMetrics {
     pub share: Option<f64>,
     pub guarantee: Option<String>,
     pub guaranteed_share: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guaranteed_from_ns: Option<u64>,
     pub wakeup_latency: Percentiles,
     pub jobs: u64,
     pub job_response: Percentiles,
@@ -149,6 +153,8 @@ pub struct SchedulerMetrics {
     pub share: Option<f64>,
     pub guarantee: Option<String>,
     pub guaranteed_share: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub guaranteed_from_ns: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -203,6 +209,7 @@ pub fn metrics(result: &RunResult) -> Metrics {
                 share: share(t.cpu_time.as_nanos()),
                 guarantee: t.guarantee.clone(),
                 guaranteed_share: t.guaranteed_share.map(CpuShare::as_f64),
+                guaranteed_from_ns: t.guaranteed_from.map(|i| i.as_nanos()),
                 wakeup_latency,
                 jobs: jobs.len() as u64 + retired.map_or(0, |r| r.count),
                 job_response,
@@ -227,6 +234,7 @@ pub fn metrics(result: &RunResult) -> Metrics {
             share: share(n.received.as_nanos()),
             guarantee: n.guarantee.clone(),
             guaranteed_share: n.guaranteed_share.map(CpuShare::as_f64),
+            guaranteed_from_ns: n.guaranteed_from.map(|i| i.as_nanos()),
         })
         .collect();
 

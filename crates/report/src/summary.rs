@@ -88,7 +88,11 @@ fn threads(m: &Metrics, out: &mut String) {
             percent(th.share),
         ];
         if guarantees {
-            row.push(guarantee(th.guarantee.as_deref(), th.guaranteed_share));
+            row.push(guarantee(
+                th.guarantee.as_deref(),
+                th.guaranteed_share,
+                th.guaranteed_from_ns,
+            ));
         }
         row.extend([
             th.wakeup_latency.p99_ns.map_or_else(|| "-".into(), dur),
@@ -164,7 +168,11 @@ fn schedulers(m: &Metrics, out: &mut String) {
         };
         let mut row = vec![name, s.policy.clone(), dur(s.received_ns), percent(s.share)];
         if guarantees {
-            row.push(guarantee(s.guarantee.as_deref(), s.guaranteed_share));
+            row.push(guarantee(
+                s.guarantee.as_deref(),
+                s.guaranteed_share,
+                s.guaranteed_from_ns,
+            ));
         }
         t.row(row);
     }
@@ -225,6 +233,7 @@ fn kind_name(k: LogKind) -> &'static str {
         LogKind::Moved => "moved",
         LogKind::Reply => "reply",
         LogKind::Platform => "platform",
+        LogKind::Uncomposed => "uncomposed",
     }
 }
 
@@ -236,12 +245,17 @@ pub(crate) fn percent(share: Option<f64>) -> String {
     share.map_or_else(|| "-".to_string(), |s| format!("{:.1}%", s * 100.0))
 }
 
-/// `RESBH 5, 33 (15.2%)`; `NULL` (it promises no share); `-` (no label).
-fn guarantee(text: Option<&str>, share: Option<f64>) -> String {
-    match (text, share) {
-        (None, _) => "-".to_string(),
+/// `RESBH 5, 33 (15.2%)`; `NULL` (it promises no share); `-` (no label);
+/// `RESBH 2, 10 (20.0%) from 1s` for one given after the start.
+fn guarantee(text: Option<&str>, share: Option<f64>, from_ns: Option<u64>) -> String {
+    let label = match (text, share) {
+        (None, _) => return "-".to_string(),
         (Some(g), None) => g.to_string(),
         (Some(g), Some(_)) => format!("{g} ({})", percent(share)),
+    };
+    match from_ns {
+        Some(ns) if ns > 0 => format!("{label} from {}", dur(ns)),
+        _ => label,
     }
 }
 

@@ -47,6 +47,10 @@ pub struct SimOptions {
     pub seed: Option<u64>,
     /// Record the full timeline (segments and marks) for traces and plots.
     pub trace: bool,
+    /// Re-analyses each change of the hierarchy during the run (script
+    /// steps, `join` and `leave`) before it is made, and is told of
+    /// admissions; `None`: changes are checked by the policies only.
+    pub guard: Option<hsched_model::guard::SharedGuard>,
     /// Run every policy's `check_invariants` after every callback and the
     /// dispatcher's structural checks after every event.
     pub check_invariants: bool,
@@ -103,6 +107,9 @@ impl<'a> Simulation<'a> {
         });
         for info in extra {
             disp.add_policy(info);
+        }
+        if let Some(guard) = &opts.guard {
+            disp.set_guard(guard.clone());
         }
         let mut world = World::new(scn, seed, opts.trace, horizon);
         build_hierarchy(&mut disp, &mut world, scn)?;

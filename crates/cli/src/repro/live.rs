@@ -173,6 +173,8 @@ fn run_live_with(
         policies: Vec::new(),
         keep_commands: false,
         stop: STOP.get().cloned(),
+        // A reproduction measures the policies, as the papers ran them.
+        guard: None,
     };
     options(&mut opts);
     if backend == hsched_live::run::Backend::Scx {
