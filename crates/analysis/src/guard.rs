@@ -168,9 +168,46 @@ impl AnalysisGuard {
         }
     }
 
+    /// Whether a thread below scheduler `name` (through any chain of
+    /// parents) is promised more than NULL now: only then does anyone rely
+    /// on what `name` receives. A time-sharing scheduler promised ALL whose
+    /// threads all get NULL may get less (a scheduler loaded above it at a
+    /// higher priority, as Vassal loads one) without breaking a promise.
+    fn relied_on(&self, name: &str) -> bool {
+        let promised = self.current.received_all().threads;
+        let parents = |s: &str| -> Vec<&str> {
+            self.hierarchy
+                .schedulers
+                .iter()
+                .find(|x| x.name == s)
+                .map(|x| x.parents.iter().map(|l| l.parent.as_str()).collect())
+                .unwrap_or_default()
+        };
+        self.hierarchy.threads.iter().any(|t| {
+            if promised
+                .get(t.name.as_str())
+                .is_none_or(|r| r.guarantee == Guarantee::Null)
+            {
+                return false;
+            }
+            let mut seen: HashSet<&str> = HashSet::new();
+            let mut todo = vec![t.parent.as_str()];
+            while let Some(s) = todo.pop() {
+                if s == name {
+                    return true;
+                }
+                if seen.insert(s) {
+                    todo.extend(parents(s));
+                }
+            }
+            false
+        })
+    }
+
     /// What `after` (analysed into `analysis`) breaks of what
     /// `self.current` promises: each new error; each scheduler's incoming
-    /// edge that still exists but carries less or nothing; each thread that
+    /// edge that still exists, that a thread below relies on
+    /// ([`Self::relied_on`]), but carries less or nothing; each thread that
     /// would receive less, wherever it is (an unload sends threads to the
     /// default scheduler), unless `change` moves it on purpose.
     fn broken(&self, change: &Change, after: &Scenario, analysis: &Analysis) -> Vec<String> {
@@ -196,7 +233,7 @@ impl AnalysisGuard {
                 .schedulers
                 .iter()
                 .any(|s| s.name == old.to && s.parents.iter().any(|l| l.parent == from));
-            if !still_linked {
+            if !still_linked || !self.relied_on(&old.to) {
                 continue;
             }
             let new = analysis

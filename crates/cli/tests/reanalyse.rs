@@ -311,3 +311,37 @@ fn a_reservation_by_message_after_a_join_is_labelled_from_then() {
     assert_eq!(asker["guarantee"], "RESCS 1, 10", "{asker}");
     assert_eq!(asker["guaranteed_from_ns"], 100_000_000u64, "{asker}");
 }
+
+/// A scheduler loaded above the time-sharing default takes the CPU from it,
+/// but `ts`'s threads are promised NULL, so nobody relied on what `ts`
+/// received: the load is made (Vassal's use). Loaded above `r`, whose
+/// thread `a` holds a reservation, the same load is refused.
+#[test]
+fn a_load_above_schedulers_nobody_relies_on_is_made() {
+    let more = r#"
+[[thread]]
+name = "hog"
+parent = "ts"
+program = [ { run = "10s" } ]
+
+[[script]]
+at = "1s"
+load = { name = "rt", policy = "rr", parent = "root", at = { prio = 5 } }
+
+[[script]]
+at = "1s"
+load = { name = "top", policy = "rr", parent = "root", at = { prio = 20 } }
+"#;
+    let (v, _) = metrics(&scenario("above-ts.toml", more), &[]);
+    let refused = log(&v, "refused");
+    assert!(
+        !refused.iter().any(|t| t.contains("`rt`")),
+        "loading `rt` above `ts` breaks nothing: {refused:?}"
+    );
+    assert!(
+        refused
+            .iter()
+            .any(|t| t.contains("`top`") && t.contains("thread `a` was promised RESBH 5, 10")),
+        "{refused:?}"
+    );
+}
