@@ -299,7 +299,7 @@ fn changed(before: &Scenario, change: &Change) -> Option<Scenario> {
             }
             after.schedulers.push(spec.clone());
         }
-        Change::Hierarchy(Action::Unload(name)) => remove_tree(&mut after, name)?,
+        Change::Hierarchy(Action::Unload(name)) => unload(&mut after, name)?,
         Change::Ejected { scheduler } => remove_tree(&mut after, scheduler)?,
         Change::Hierarchy(Action::Detach(name)) => {
             after
@@ -352,6 +352,69 @@ fn sends(ops: &[Op], to: &str, name: &str) -> bool {
 /// Removes scheduler `name` and every scheduler left without a parent by
 /// it; their threads go to the default scheduler. `None` if there is no
 /// such scheduler.
+/// `scn` after an unload of `name`, as the dispatcher does it: its
+/// threads go to the default scheduler, its child schedulers lose it as a
+/// parent, and one left with none is attached under the default scheduler
+/// (under the root when the default is it or below it).
+fn unload(scn: &mut Scenario, name: &str) -> Option<()> {
+    scn.schedulers.iter().position(|s| s.name == name)?;
+    let default = scn.default_scheduler.clone();
+    let root = scn
+        .schedulers
+        .iter()
+        .find(|s| s.parents.is_empty() && s.name != name)
+        .map(|s| s.name.clone());
+    scn.schedulers.retain(|s| s.name != name);
+    let below = |scn: &Scenario, top: &str, x: &str| {
+        // Whether `x` is `top` or under it.
+        let mut todo = vec![x.to_string()];
+        let mut seen = HashSet::new();
+        while let Some(at) = todo.pop() {
+            if at == top {
+                return true;
+            }
+            if seen.insert(at.clone()) {
+                if let Some(s) = scn.schedulers.iter().find(|s| s.name == at) {
+                    todo.extend(s.parents.iter().map(|l| l.parent.clone()));
+                }
+            }
+        }
+        false
+    };
+    // Each with the VPs it held there, which it keeps.
+    let adrift: Vec<(String, u32)> = scn
+        .schedulers
+        .iter()
+        .filter(|s| !s.parents.is_empty() && s.parents.iter().all(|l| l.parent == name))
+        .map(|s| (s.name.clone(), s.parents.iter().map(|l| l.vps).sum()))
+        .collect();
+    for s in &mut scn.schedulers {
+        s.parents.retain(|l| l.parent != name);
+    }
+    for (c, vps) in adrift {
+        let to = match below(scn, &c, &default) {
+            false => Some(default.clone()),
+            true => root.clone(),
+        };
+        if let (Some(to), Some(s)) = (to, scn.schedulers.iter_mut().find(|s| s.name == c)) {
+            s.parents.push(hsched_model::ParentLink {
+                parent: to,
+                vps,
+                params: Params::new(),
+            });
+        }
+    }
+    for t in &mut scn.threads {
+        if t.parent == name {
+            t.parent = default.clone();
+            t.params = Params::new();
+        }
+    }
+    Some(())
+}
+
+/// `scn` after `name` is removed with every scheduler left without a
+/// parent because of it (an ejection); their threads go to the default.
 fn remove_tree(scn: &mut Scenario, name: &str) -> Option<()> {
     scn.schedulers.iter().position(|s| s.name == name)?;
     let mut gone: Vec<String> = vec![name.to_string()];

@@ -1,6 +1,7 @@
 //! Nothing is lost in the hierarchy: an unloaded scheduler's child
-//! schedulers lose only that parent (detached, with their threads, until
-//! attached again), a thread the default scheduler refuses still runs (on
+//! schedulers lose only that parent (one left with none goes, with its
+//! threads, under the default scheduler), a thread the default scheduler
+//! refuses still runs (on
 //! the built-in `fallback` below the hierarchy) with the refusal logged, and
 //! a refused request shows as refused, not as the guarantee it asked for.
 
@@ -42,8 +43,8 @@ fn log_texts(v: &Value) -> Vec<String> {
 const MS: u64 = 1_000_000;
 
 /// `root` (fp) over `rr` (low) and `mid` (high), `leaf` under `mid`, one
-/// CPU-bound thread in `leaf`. `mid` goes at 100 ms; `leaf` is attached to
-/// the root at 200 ms.
+/// CPU-bound thread in `leaf`. `mid` goes at 100 ms; at 200 ms `leaf` is
+/// moved from where that left it to the root.
 const UNLOAD_MID: &str = r#"
 default = "rr"
 
@@ -79,16 +80,20 @@ unload = "mid"
 
 [[script]]
 at = "200ms"
+detach = "leaf"
+
+[[script]]
+at = "200ms"
 attach = { scheduler = "leaf", parent = "root", at = { prio = 4 } }
 "#;
 
 #[test]
-fn unloading_a_parent_detaches_its_child_scheduler_which_can_be_attached_again() {
+fn unloading_a_parent_sends_its_child_scheduler_to_the_default_with_its_threads() {
     let v = sim_json(&scenario_file("unload-mid.toml", UNLOAD_MID));
     let log = log_texts(&v);
     assert!(
-        log.iter()
-            .any(|t| t.starts_with("scheduler `leaf` lost its last parent with `mid`: detached")),
+        log.iter().any(|t| t
+            == "scheduler `leaf` lost its last parent with `mid`: attached under the default scheduler `rr`"),
         "{log:#?}"
     );
     assert!(log.iter().any(|t| t == "attached `leaf`"), "{log:#?}");
@@ -96,11 +101,12 @@ fn unloading_a_parent_detaches_its_child_scheduler_which_can_be_attached_again()
         !log.iter().any(|t| t.contains("no scheduler `leaf`")),
         "{log:#?}"
     );
-    // `a` stays with `leaf`: 100 ms under `mid`, nothing while `leaf` is
-    // detached (the CPU idles: `rr` has no thread), 800 ms after.
+    // `a` stays with `leaf` throughout and never waits: 100 ms under
+    // `mid`, 100 ms under `rr` (alone there), 800 ms under the root.
     let a = row(&v, "threads", "a");
     assert_eq!(a["scheduler"], "leaf");
-    assert_eq!(a["cpu_time_ns"], 900 * MS);
+    assert_eq!(a["cpu_time_ns"], 1000 * MS);
+    assert_eq!(row(&v, "schedulers", "rr")["received_ns"], 100 * MS);
     assert_eq!(row(&v, "schedulers", "leaf")["alive"], true);
     assert_eq!(row(&v, "schedulers", "mid")["alive"], false);
 }

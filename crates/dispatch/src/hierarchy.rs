@@ -2,9 +2,11 @@
 //! destroy, eject; threads join, move and leave.
 //!
 //! The rule that keeps this safe: no thread is ever lost. A thread whose
-//! scheduler goes away (destroyed, ejected, or cut off from the root by
-//! either) returns to the default scheduler, keeping its state: a runnable
-//! thread is runnable there at once. If the default scheduler itself goes
+//! scheduler goes away (destroyed, or ejected, or cut off from the root by
+//! an ejection) returns to the default scheduler, keeping its state: a
+//! runnable thread is runnable there at once. A scheduler an unload leaves
+//! with no parent is attached, with everything below it, under the default
+//! scheduler (the root, when the default is below it). If the default scheduler itself goes
 //! away, a fresh `rr` takes its place under a built-in fixed-priority
 //! `machine` root that gives the old hierarchy precedence, as Vassal lets
 //! the native scheduler run whatever the loaded one leaves. A thread the
@@ -361,7 +363,8 @@ impl Dispatcher {
 
     /// Destroys an instance in an orderly way (`deinit` is called). Its
     /// threads return to the default scheduler; child schedulers lose this
-    /// parent, and one left with none is detached (see [`Self::detach`]).
+    /// parent, and one left with none is attached, with its children, under
+    /// the default scheduler (the root, when the default is below it).
     pub fn destroy(
         &mut self,
         p: &mut dyn Platform,
@@ -395,9 +398,20 @@ impl Dispatcher {
     /// re-homes their threads afterwards.
     fn remove_tree(&mut self, s: SchedId, orderly: bool) {
         let mut orphans = Vec::new();
-        self.remove_one(s, orderly, &mut orphans);
+        let mut adrift = Vec::new();
+        let gone = self.nodes[s.index()].name.clone();
+        self.remove_one(s, orderly, &mut orphans, &mut adrift);
         if !orderly {
             self.ejected_threads.extend_from_slice(&orphans);
+        }
+        self.ensure_default();
+        for c in adrift {
+            let place = self.home_scheduler_in_default(c);
+            let name = self.sched_name(c).to_string();
+            self.record(
+                LogKind::Moved,
+                format!("scheduler `{name}` lost its last parent with `{gone}`: {place}"),
+            );
         }
         for t in orphans {
             let name = self.threads[t.index()].name.clone();
@@ -463,6 +477,35 @@ impl Dispatcher {
         )
     }
 
+    /// Attaches a scheduler an unload left with no parent, with its
+    /// children and threads, as a thread would go: under the default
+    /// scheduler, or under the root when the default is below it (or is
+    /// it). Says where it went, for the log; one that can go nowhere stays
+    /// detached, and that is said.
+    fn home_scheduler_in_default(&mut self, c: SchedId) -> String {
+        let vps = self.inst(c).map_or(1, |i| i.vps.len() as u32);
+        let mut why = Vec::new();
+        for (target, what) in [
+            (self.default, "the default scheduler"),
+            (self.root, "the root"),
+        ] {
+            let Some(target) = target else { continue };
+            let link = AttachLink {
+                parent: target,
+                vps,
+                params: Params::new(),
+            };
+            match self.attach_inner(c, &[link]) {
+                Ok(()) => return format!("attached under {what} `{}`", self.sched_name(target)),
+                Err(e) => why.push(e),
+            }
+        }
+        format!(
+            "detached, with its children, until it is attached again ({})",
+            why.join("; ")
+        )
+    }
+
     /// [`Self::rehome`], then a runnable thread asks its new parent at once.
     fn rehome_runnable(&mut self, t: ThreadId, link: Link) {
         self.rehome(t, link);
@@ -477,7 +520,16 @@ impl Dispatcher {
             .unwrap_or_default()
     }
 
-    fn remove_one(&mut self, s: SchedId, orderly: bool, orphans: &mut Vec<ThreadId>) {
+    /// Removes `s`: its threads are added to `orphans`; its child
+    /// schedulers left with no parent are removed too (an ejection), or
+    /// added to `adrift` (an unload), to be attached again.
+    fn remove_one(
+        &mut self,
+        s: SchedId,
+        orderly: bool,
+        orphans: &mut Vec<ThreadId>,
+        adrift: &mut Vec<SchedId>,
+    ) {
         if self.inst(s).is_none() {
             return;
         }
@@ -526,9 +578,9 @@ impl Dispatcher {
             self.unregister(link);
         }
         // 3. Children: threads are re-homed, schedulers lose this parent.
-        // One left with no parent is detached by an unload (it keeps its
-        // children, as `detach` leaves it, and may be attached again) but
-        // removed with an ejected one, whose threads must run somewhere.
+        // One left with no parent goes, with everything below it, where
+        // threads go after an unload, but is removed with an ejected one
+        // (the dispatcher no longer trusts what it built).
         let mut lost = Vec::new();
         for what in children {
             match what {
@@ -567,13 +619,9 @@ impl Dispatcher {
         lost.dedup();
         for c in lost {
             if orderly {
-                let (name, gone) = (&self.nodes[c.index()].name, &self.nodes[s.index()].name);
-                let text = format!(
-                    "scheduler `{name}` lost its last parent with `{gone}`: detached, with its children, until it is attached again"
-                );
-                self.record(LogKind::Moved, text);
+                adrift.push(c);
             } else {
-                self.remove_one(c, orderly, orphans);
+                self.remove_one(c, orderly, orphans, adrift);
             }
         }
     }

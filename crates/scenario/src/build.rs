@@ -764,8 +764,31 @@ fn apply<'r>(
             for c in &inst.children {
                 match c {
                     Child::Sched(s) => {
+                        // One left with no parent goes under the default
+                        // scheduler (the root when the default is below
+                        // it), as the dispatcher sends it.
+                        let Some(ci) = world.scheds.get_mut(s) else {
+                            continue;
+                        };
+                        let vps: u32 = ci
+                            .parents
+                            .iter()
+                            .filter(|(p, _)| *p == name)
+                            .map(|(_, v)| v)
+                            .sum();
+                        ci.parents.retain(|(p, _)| *p != name);
+                        if !ci.parents.is_empty() {
+                            continue;
+                        }
+                        let to = match world.is_under(default, s) {
+                            false => default.to_string(),
+                            true => world.root.clone(),
+                        };
                         if let Some(ci) = world.scheds.get_mut(s) {
-                            ci.parents.retain(|(p, _)| *p != name);
+                            ci.parents.push((to.clone(), vps));
+                        }
+                        if let Some(p) = world.scheds.get_mut(&to) {
+                            p.children.insert(c.clone());
                         }
                     }
                     Child::Thread(th) => {

@@ -212,17 +212,24 @@ mod hierarchy_changes {
 
     #[test]
     fn unloading_the_root_rebuilds_a_default_and_loses_nothing() {
-        // The root is unloaded: everything below it goes, and a fresh rr
-        // default root takes every thread.
+        // The root is unloaded: a fresh rr default root is made, and the
+        // schedulers left with no parent go under it with their threads,
+        // which it serves in turns from then on.
         let mut scn = two_level();
         scn.script = vec![at(100, Action::Unload("root".into()))];
         let r = run(&scn, &opts()).unwrap();
-        for t in &r.threads {
-            assert_eq!(t.scheduler, "default", "{} re-homed", t.name);
-        }
         let a = r.threads.iter().find(|t| t.name == "a").unwrap();
         let b = r.threads.iter().find(|t| t.name == "b").unwrap();
-        assert_eq!(a.cpu_time + b.cpu_time, ms(400));
+        assert_eq!((a.scheduler.as_str(), b.scheduler.as_str()), ("app", "ts"));
+        for name in ["app", "ts"] {
+            let text = format!(
+                "scheduler `{name}` lost its last parent with `root`: attached under the default scheduler `default`"
+            );
+            assert!(r.log.iter().any(|e| e.text == text), "{:#?}", r.log);
+        }
+        // 100 ms for `a` at priority 10 first; then `default` alternates
+        // `app` and `ts` every 10 ms quantum: 150 ms each.
+        assert_eq!(a.cpu_time, ms(250));
         assert_eq!(b.cpu_time, ms(150));
     }
 
