@@ -336,7 +336,7 @@ fn changed(before: &Scenario, change: &Change) -> Option<Scenario> {
                 msg: Msg::clone(msg),
             });
         }
-        Change::Hierarchy(_) => return None,
+        Change::Hierarchy(_) | Change::PolicyAdded { .. } => return None,
     }
     Some(after)
 }
@@ -349,13 +349,11 @@ fn sends(ops: &[Op], to: &str, name: &str) -> bool {
     msgs.iter().any(|m| m.name == name)
 }
 
-/// Removes scheduler `name` and every scheduler left without a parent by
-/// it; their threads go to the default scheduler. `None` if there is no
-/// such scheduler.
 /// `scn` after an unload of `name`, as the dispatcher does it: its
 /// threads go to the default scheduler, its child schedulers lose it as a
 /// parent, and one left with none is attached under the default scheduler
-/// (under the root when the default is it or below it).
+/// (under the root when the default is it or below it). `None` if there is
+/// no such scheduler.
 fn unload(scn: &mut Scenario, name: &str) -> Option<()> {
     scn.schedulers.iter().position(|s| s.name == name)?;
     let default = scn.default_scheduler.clone();
@@ -415,6 +413,7 @@ fn unload(scn: &mut Scenario, name: &str) -> Option<()> {
 
 /// `scn` after `name` is removed with every scheduler left without a
 /// parent because of it (an ejection); their threads go to the default.
+/// `None` if there is no such scheduler.
 fn remove_tree(scn: &mut Scenario, name: &str) -> Option<()> {
     scn.schedulers.iter().position(|s| s.name == name)?;
     let mut gone: Vec<String> = vec![name.to_string()];
@@ -468,6 +467,7 @@ fn describe(change: &Change) -> String {
             format!("move `{thread}` to `{to}`")
         }
         Change::Hierarchy(_) => "the change".to_string(),
+        Change::PolicyAdded { policy, .. } => format!("adding policy `{policy}`"),
         Change::Admitted { thread, to, msg } => format!("`{thread}` -> `{to}` {msg}"),
         Change::Ejected { scheduler } => format!("ejecting `{scheduler}`"),
     }
@@ -475,6 +475,19 @@ fn describe(change: &Change) -> String {
 
 impl ChangeGuard for AnalysisGuard {
     fn review(&mut self, _now: Instant, change: &Change) -> Ruling {
+        if let Change::PolicyAdded {
+            policy,
+            rule: Some(rule),
+        } = change
+        {
+            // A row that does not parse, or a name with a rule already,
+            // would leave the policy's instances analysed by no rule or
+            // another's.
+            return match self.book.clone().add_row(policy, rule) {
+                Ok(()) => Ruling::Accept,
+                Err(e) => Ruling::Refuse(format!("its HLS rule: {e}")),
+            };
+        }
         let Some(after) = changed(&self.hierarchy, change) else {
             return Ruling::Accept;
         };
@@ -498,6 +511,14 @@ impl ChangeGuard for AnalysisGuard {
     }
 
     fn applied(&mut self, now: Instant, change: &Change) {
+        if let Change::PolicyAdded { policy, rule } = change {
+            if let Some(rule) = rule {
+                // Checked by `review`; a second plugin of the same name is
+                // refused before it gets here.
+                let _ = self.book.add_row(policy, rule);
+            }
+            return;
+        }
         let Some(after) = changed(&self.hierarchy, change) else {
             return;
         };
@@ -628,5 +649,58 @@ mod tests {
         // Printed for the record (`--nocapture`): the cost of one review.
         eprintln!("review of a load on 1000 nodes: {:?}", started.elapsed());
         assert_eq!(ruling, Ruling::Accept);
+    }
+
+    /// A plugin's policy joins the rule book when it is added: a load of it
+    /// is then analysed by its row (here `ALL -> RESBH+`: a child under it
+    /// with `guarantee = "RESBH 2, 10"` is promised that, from the load);
+    /// a row that does not parse refuses the plugin, naming the problem.
+    #[test]
+    fn a_plugin_policy_is_analysed_by_its_row_from_when_it_is_added() {
+        let mut guard = guard_of(&with_rialto());
+        let bad = Change::PolicyAdded {
+            policy: "edf-plugin",
+            rule: Some("ALL RESBH"),
+        };
+        match guard.review(at(5), &bad) {
+            Ruling::Refuse(why) => assert!(why.contains("its HLS rule"), "{why}"),
+            other => panic!("{other:?}"),
+        }
+        let good = Change::PolicyAdded {
+            policy: "edf-plugin",
+            rule: Some("ALL -> RESBH+"),
+        };
+        assert_eq!(guard.review(at(5), &good), Ruling::Accept);
+        guard.applied(at(5), &good);
+        let load = Action::Load(SchedulerSpec {
+            name: "p".into(),
+            policy: "edf-plugin".into(),
+            params: Params::new(),
+            parents: vec![ParentLink {
+                parent: "root".into(),
+                vps: 1,
+                params: Params::new().with("prio", Value::Int(5)),
+            }],
+        });
+        // Above `rt` (priority 1), whose thread is promised nothing: made.
+        assert_eq!(
+            guard.review(at(10), &Change::Hierarchy(&load)),
+            Ruling::Accept
+        );
+        guard.applied(at(10), &Change::Hierarchy(&load));
+        let join = Action::Move {
+            thread: "under-ts".into(),
+            to: "p".into(),
+            params: Params::new().with("guarantee", Value::Str("RESBH 2, 10".into())),
+        };
+        assert_eq!(
+            guard.review(at(20), &Change::Hierarchy(&join)),
+            Ruling::Accept
+        );
+        guard.applied(at(20), &Change::Hierarchy(&join));
+        let p = guard.thread_promise("under-ts").expect("labelled");
+        assert_eq!(p.under, "p");
+        assert_eq!(p.promise.received.to_string(), "RESBH 2, 10");
+        assert_eq!(p.promise.since, at(20));
     }
 }

@@ -57,6 +57,7 @@ use crate::signals::StopHandle;
 use crate::sys::{self, SchedAttr, SCHED_IDLE};
 use hsched_core::{CpuId, Instant, Msg, Params, Reply, ThreadId};
 use hsched_dispatch::{Config, Dispatcher, Platform};
+use hsched_model::guard::{Change, Ruling};
 use hsched_model::{Action, LogEntry, LogKind};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -1791,8 +1792,32 @@ impl Agent {
                 ));
             }
         }
+        // The change guard learns each policy's HLS rule first: a rule it
+        // cannot use refuses the library (its instances would be analysed
+        // by no rule at all).
+        let now = self.now().max(self.disp.now());
+        for p in plugin.policies() {
+            let change = Change::PolicyAdded {
+                policy: p.info.name,
+                rule: p.hls_rule.as_deref(),
+            };
+            if let Ruling::Refuse(why) = self.disp.review(now, &change) {
+                return Err(format!(
+                    "plugin `{}`: policy `{}`: {why}",
+                    plugin.label(),
+                    p.info.name
+                ));
+            }
+        }
         for p in plugin.policies() {
             self.disp.add_policy(p.info);
+            self.disp.applied(
+                now,
+                &Change::PolicyAdded {
+                    policy: p.info.name,
+                    rule: p.hls_rule.as_deref(),
+                },
+            );
         }
         let text = format!("loaded plugin `{}`: {}", plugin.label(), names.join(", "));
         self.plugins.push(plugin);

@@ -25,6 +25,13 @@ pub enum Change<'a> {
     /// Scheduler `scheduler` was ejected for breaking the protocol: it is
     /// gone, as if unloaded.
     Ejected { scheduler: &'a str },
+    /// A plugin made policy `policy` available while the run goes on, with
+    /// its row of HLS Table 1 if it declares one: instances of it are
+    /// analysed by that row from then on.
+    PolicyAdded {
+        policy: &'a str,
+        rule: Option<&'a str>,
+    },
 }
 
 /// What the guard rules on a change before it is applied.
