@@ -37,6 +37,17 @@
 //! a warning. Reservations and time constraints are promises: they need
 //! ALL (this `rialto` has no rate parameter, so RESU is not used).
 //! Reservations summing past the CPU are a warning too.
+//! With `multiprocessor = "partitioned"` (a graph per VP) the replay runs
+//! through one graph per VP with the policy's own placement rule
+//! (`hsched_policies::rialto::place`, first or worst fit, an activity
+//! placed at its first grant and kept there), and each grant's label names
+//! its VP; it needs ALL on every input (one VP per CPU under the root or an
+//! `fp` top priority), and the sum warning is against the node's VPs. It
+//! assumes what the replay assumes on one CPU (requests in the order their
+//! threads arrive, each thread's in program order; threads that leave are
+//! not replayed) and that partitioned threads reserve before they open
+//! constraints (the policy refuses a constraint of an activity without a
+//! VP, so this is enforced, not assumed).
 //!
 //! **`rtwake`** (Vassal §5): `ALL -> NULL+`. It promises exact wake-ups,
 //! which only a scheduler that holds the whole CPU can keep; shares, none.

@@ -160,6 +160,35 @@
 //! Messages cost more (`reserve` rebuilds the graph and re-admits every
 //! open constraint; `begin_constraint` walks its window).
 //!
+//! **Several CPUs: `multiprocessor`.** `"one"` (the default, the
+//! behaviour above): one graph, followed by `ParentVp(0)`; the other VPs
+//! run rule 5 alone. `"partitioned"`: one graph (and constraint book,
+//! walk, second-chance records) per VP the instance holds, each built as
+//! on one CPU, and `ParentVp(v)` follows graph `v` by the same rules 1–5.
+//! An activity is *placed* on a VP by its first granted `reserve`
+//! (`place.rs`: `fit = "first"`, the lowest VP whose graph grants it, or
+//! `"worst"`, the VP left with the largest free share of its hyperperiod,
+//! ties to the lowest; the reply adds `vp`); a refusal names each VP's
+//! load. The placement lasts until the activity's last thread leaves: a
+//! later `reserve` is admitted on that VP only (refused, not moved, if it
+//! does not fit there), `release` keeps it there. Its threads run on that
+//! VP only (its intervals, constraints, second chance and round-robin
+//! turns there): nothing is proven for a migrating activity, so none
+//! migrates. An RPC server runs where the activity it is scheduled in
+//! runs (its caller's, during a call); inherited constraint time (§4.2) goes
+//! only to a chain end that may run on the constraint's VP. Activities
+//! without a VP are promised nothing and run round robin in any VP's free
+//! time (rule 5 takes the earlier turn of the unplaced lane and the VP's
+//! own lane); they cannot open a time constraint (refused: "reserve
+//! first"), since a constraint is admitted on its activity's VP and
+//! placing the activity then could send its `reserve` where the analysis's
+//! replay does not. The VPs asked of the parent: each VP whose placed
+//! activities have a runnable thread, plus one more per runnable unplaced
+//! thread, lowest first. `placement` pins take an optional VP prefix
+//! (`A@1:0.0`; VP 0 without one, and only VP 0 in mode `"one"`); a pinned
+//! activity is placed on its pin's VP. `"global"` is refused at build time:
+//! no published multiprocessor test exists for Rialto's graph.
+//!
 //! **Guarantee.** Holding one CPU through `ParentVp(0)` without a platform
 //! tick: an activity granted `(X', Y')` one of whose threads is waiting or
 //! running on that CPU at every instant of its intervals receives, in every
@@ -178,16 +207,24 @@
 //! choice (rule 1). Inherited runs (§4.2) use only the waiter's constraint's
 //! own pieces. With a tick, each interval may start up to one tick late (a
 //! horizon takes effect at the next tick).
+//! Partitioned, the same holds on each VP for the activities placed there,
+//! provided the parent gives every VP a whole CPU (ALL on each: one VP per
+//! CPU under the root or an `fp` top priority): the graphs are independent
+//! and a placed activity's time comes from its own VP's graph only.
 //!
 //! **Implemented.** §3 graph and interval assignment, §4.3 criticality,
 //! §4.4 nesting (in [`super::constraints`]); §4.6 rules 1–5; §4.5 second
 //! chance; §4.2 inheritance across mutexes and RPCs, reported by the platform or by
 //! message.
 //!
-//! **Limits.** Only `ParentVp(0)` follows the graph: on several CPUs the
-//! other VPs use free-time round robin (a reserved thread gets at least its
-//! guarantee, possibly more), and if the parent never grants `ParentVp(0)`
-//! nothing is guaranteed. A server stands for Rialto's per-call service
+//! **Limits.** In mode `"one"` only `ParentVp(0)` follows the graph: on
+//! several CPUs the other VPs use free-time round robin (a reserved thread
+//! gets at least its guarantee, possibly more), and if the parent never
+//! grants `ParentVp(0)` nothing is guaranteed. Partitioned: no migration,
+//! so no re-placement when a VP fills up; an activity's placement is not
+//! revisited after a `release`; a mutex holder placed on another VP than
+//! its constrained waiter inherits nothing (priority inversion across CPUs
+//! is not handled); graphs are added as VPs appear and never removed. A server stands for Rialto's per-call service
 //! thread: it serves one call at a time (a busy server refuses), and the
 //! caller must block by itself after `rpc_call` (a message cannot block a
 //! thread); from the call to the reply the caller counts as waiting in the
@@ -242,8 +279,12 @@ pub const INFO: PolicyInfo = PolicyInfo {
           paper's §4.6 rules (next node under `threshold`, EDF constraint, the node's \
           activity, the second-chance queue, round robin of activities with `quantum`; \
           a waking thread or activity goes to the back of its line); other VPs are \
-          activity round robin. Limits: only the first VP follows the graph; a server \
-          takes one call at a time.",
+          activity round robin. `multiprocessor = \"partitioned\"`: a graph per VP, each \
+          activity placed on one by its first granted `reserve` (`fit` = first or worst) \
+          and run there only, constraints only in a placed activity, unplaced activities \
+          round robin on every VP's free time; `\"global\"` is refused (no published test). \
+          Limits: in mode one only the first VP follows the graph; partitioned, nothing \
+          migrates; a server takes one call at a time.",
     params,
     child_params,
     build,
