@@ -895,7 +895,10 @@ fn rialto_partitioned_places_each_activity_on_one_cpus_graph() {
             .analyse();
         assert_eq!(label(&a, "r", "b"), "RESCS 20, 100", "{fit}");
         let why = edge(&a, "r", "b").why.clone().unwrap();
-        assert!(why.contains(&format!("placed on {b_on}'s graph")), "{fit}: {why}");
+        assert!(
+            why.contains(&format!("placed on {b_on}'s graph")),
+            "{fit}: {why}"
+        );
     }
 }
 

@@ -559,12 +559,19 @@ fn cpus_of(r: &RunResult, names: &[&str]) -> std::collections::BTreeSet<u32> {
 fn keeps_rescs(r: &RunResult, names: &[&str], amount: Duration, period: Duration, from: Instant) {
     use hsched_analysis::schedule_check::Schedule;
     let ids: Vec<ThreadId> = names.iter().map(|n| tid(r, n)).collect();
-    let s = Schedule::new(r.trace.as_ref().unwrap().segments.iter().filter_map(|s| {
-        match s.what {
-            SegmentKind::Run(t) if ids.contains(&t) => Some((s.start.as_nanos(), s.end.as_nanos())),
-            _ => None,
-        }
-    }))
+    let s = Schedule::new(
+        r.trace
+            .as_ref()
+            .unwrap()
+            .segments
+            .iter()
+            .filter_map(|s| match s.what {
+                SegmentKind::Run(t) if ids.contains(&t) => {
+                    Some((s.start.as_nanos(), s.end.as_nanos()))
+                }
+                _ => None,
+            }),
+    )
     .unwrap();
     s.check_least(
         amount.as_nanos(),
@@ -605,8 +612,10 @@ fn partitioned_admits_a_cpu_per_vp_and_keeps_every_reservation_on_its_cpu() {
     assert!(b.text.contains("vp=1"), "{}", b.text);
     assert_eq!(c.kind, LogKind::Refused, "{}", c.text);
     assert!(
-        c.text.contains("vp0 (60ms of 100ms per hyperperiod (60.0%))")
-            && c.text.contains("vp1 (60ms of 100ms per hyperperiod (60.0%))"),
+        c.text
+            .contains("vp0 (60ms of 100ms per hyperperiod (60.0%))")
+            && c.text
+                .contains("vp1 (60ms of 100ms per hyperperiod (60.0%))"),
         "{}",
         c.text
     );
@@ -675,7 +684,11 @@ fn partitioned_on_four_cpus_first_and_worst_fit() {
         for (i, vp) in want.iter().enumerate() {
             let name = format!("r{i}");
             let rep = &replies(&r, &name)[0];
-            assert!(rep.text.contains(&format!("vp={vp}")), "{fit}: {}", rep.text);
+            assert!(
+                rep.text.contains(&format!("vp={vp}")),
+                "{fit}: {}",
+                rep.text
+            );
             keeps_rescs(&r, &[&name], ms(20), ms(100), Instant::ZERO);
             assert_eq!(cpus_of(&r, &[&name]), [*vp as u32].into(), "{fit} {name}");
         }
@@ -727,11 +740,17 @@ fn partitioned_parameters_are_checked() {
             .params
             .clone()
             .with(k, Value::Str(v.into()));
-        let e = hsched_sim::run(&scn, &Default::default()).err().unwrap().to_string();
+        let e = hsched_sim::run(&scn, &Default::default())
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains(want), "{k} = {v}: {e}");
     }
     let mut scn = scenario(2, ms(10), vec![]);
     scn.schedulers[0].params = Params::new().with("fit", Value::Str("worst".into()));
-    let e = hsched_sim::run(&scn, &Default::default()).err().unwrap().to_string();
+    let e = hsched_sim::run(&scn, &Default::default())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("needs multiprocessor = \"partitioned\""), "{e}");
 }

@@ -352,7 +352,10 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
     // Partitioned: a graph per VP, each a schedule of one whole CPU, so
     // every VP must receive ALL (one VP per CPU under the root or an `fp`
     // top priority); one: the first VP's graph, as on one CPU.
-    let partitioned = matches!(str_param(node.params, "multiprocessor"), Ok(Some("partitioned")));
+    let partitioned = matches!(
+        str_param(node.params, "multiprocessor"),
+        Ok(Some("partitioned"))
+    );
     let all = if partitioned {
         !node.inputs.is_empty() && node.inputs.iter().all(|i| i.guarantee == Guarantee::All)
     } else {

@@ -23,7 +23,7 @@ use std::fmt;
 
 use hsched_core::Duration;
 
-use super::graph::{Graph, Granted, Pin};
+use super::graph::{Granted, Graph, Pin};
 
 /// The `multiprocessor` parameter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

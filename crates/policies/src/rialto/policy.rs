@@ -1302,7 +1302,12 @@ impl Scheduler for Rialto {
                 }
             }
             for info in cpu.book.open() {
-                if self.children.get(info.thread).map(|c| self.home(c.activity)) != Some(v) {
+                if self
+                    .children
+                    .get(info.thread)
+                    .map(|c| self.home(c.activity))
+                    != Some(v)
+                {
                     return Err(format!(
                         "constraint {} is in vp{v}'s book but its thread's activity is not there",
                         info.id
@@ -1318,7 +1323,9 @@ impl Scheduler for Rialto {
                     return Err(format!("activity {a} is placed in mode one"))
                 }
                 Some(v) if v >= self.cpus.len() => {
-                    return Err(format!("activity {a} is placed on vp{v}, which has no graph"))
+                    return Err(format!(
+                        "activity {a} is placed on vp{v}, which has no graph"
+                    ))
                 }
                 _ => {}
             }

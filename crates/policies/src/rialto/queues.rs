@@ -177,7 +177,8 @@ impl Rialto {
             activity: c.sched,
             waiting: waiting.then_some(c.turn),
             marked: waiting
-                && (self.denied.contains_key(&child) || self.book_of(child).current(child).is_some()),
+                && (self.denied.contains_key(&child)
+                    || self.book_of(child).current(child).is_some()),
         })
     }
 
