@@ -137,7 +137,9 @@ pub fn place<A: Copy + Ord + fmt::Debug>(
         Some((v, _)) => vec![v],
         None => (0..graphs.len()).collect(),
     };
-    let mut best: Option<(usize, Graph<A>, Granted<A>, (u128, u128))> = None;
+    // The best candidate so far, with its free share after the request.
+    type Best<A> = (usize, Graph<A>, Granted<A>, (u128, u128));
+    let mut best: Option<Best<A>> = None;
     let mut refusals = Vec::new();
     for v in candidates {
         let mut g = graphs[v].clone();
