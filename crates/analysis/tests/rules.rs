@@ -838,3 +838,93 @@ fn rate_based_policies_under_null_or_on_several_cpus_give_null() {
         assert!(w[0].contains("several CPUs"), "{policy}: {w:?}");
     }
 }
+
+/// Partitioned `rialto` (a graph per VP): requests replayed in arrival
+/// order through the policy's own placement. On 2 CPUs two activities of
+/// 60 ms every 100 ms each fit (0.6 per CPU; first fit: `a` on vp0, `b`
+/// refused by vp0, 60 + 60 > 100, so vp1), a third of 60/100 fits neither
+/// (each VP holds 60 ms of 100 ms) and is refused naming both loads. The
+/// default mode, one graph, refuses `b` already. Worst fit on 4 CPUs puts
+/// two 20/100 activities on vp0 and vp1 (the emptier graph after adding
+/// it, ties to the lowest), first fit both on vp0 (20 + 20 ≤ 100).
+#[test]
+fn rialto_partitioned_places_each_activity_on_one_cpus_graph() {
+    let reserve = |a, p| vec![msg("reserve", &[("amount", ms(a)), ("period", ms(p))])];
+    let three = |mode: &str| {
+        let mut b = scenario(2)
+            .sched("r", "rialto", &[("multiprocessor", text(mode))], &[])
+            .thread_with("a", "r", &[], None, reserve(60, 100))
+            .thread_with("b", "r", &[], None, reserve(60, 100))
+            .thread_with("c", "r", &[], None, reserve(60, 100));
+        for (i, t) in b.scn.threads.iter_mut().enumerate() {
+            t.arrival = hsched_core::Instant::ZERO + hsched_core::Duration::from_millis(i as u64);
+        }
+        b.analyse()
+    };
+    let a = three("partitioned");
+    assert_eq!(label(&a, "r", "a"), "RESCS 60, 100");
+    assert_eq!(label(&a, "r", "b"), "RESCS 60, 100");
+    assert!(edge(&a, "r", "a").why.as_deref().unwrap().contains("vp0"));
+    assert!(edge(&a, "r", "b").why.as_deref().unwrap().contains("vp1"));
+    assert_eq!(label(&a, "r", "c"), "NULL");
+    assert!(edge(&a, "r", "c").refused);
+    let why = edge(&a, "r", "c").why.clone().unwrap();
+    assert!(
+        why.contains("vp0 (60ms of 100ms per hyperperiod (60.0%))")
+            && why.contains("vp1 (60ms of 100ms per hyperperiod (60.0%))"),
+        "{why}"
+    );
+    // 180% of 2 CPUs is not past them: no sum warning, one refusal warning.
+    assert!(a.composes(), "{:?}", a.problems);
+
+    let a = three("one");
+    assert_eq!(label(&a, "r", "a"), "RESCS 60, 100");
+    assert_eq!(label(&a, "r", "b"), "NULL");
+    assert!(edge(&a, "r", "b").refused);
+
+    for (fit, b_on) in [("first", "vp0"), ("worst", "vp1")] {
+        let a = scenario(4)
+            .sched(
+                "r",
+                "rialto",
+                &[("multiprocessor", text("partitioned")), ("fit", text(fit))],
+                &[],
+            )
+            .thread_with("a", "r", &[], None, reserve(20, 100))
+            .thread_with("b", "r", &[], None, reserve(20, 100))
+            .analyse();
+        assert_eq!(label(&a, "r", "b"), "RESCS 20, 100", "{fit}");
+        let why = edge(&a, "r", "b").why.clone().unwrap();
+        assert!(
+            why.contains(&format!("placed on {b_on}'s graph")),
+            "{fit}: {why}"
+        );
+    }
+}
+
+/// Partitioned `rialto` keeps a schedule of a whole CPU per VP: under an
+/// `fp` top priority with 2 VPs it gets ALL on each; under a round robin
+/// (NULL) its reservations cannot be kept, an error naming every VP.
+#[test]
+fn rialto_partitioned_needs_all_on_every_vp() {
+    let reserve = vec![msg("reserve", &[("amount", ms(60)), ("period", ms(100))])];
+    let part = [("multiprocessor", text("partitioned"))];
+    let a = scenario(2)
+        .sched("root", "fp", &[], &[])
+        .sched("r", "rialto", &part, &[("root", &[("prio", int(10))])])
+        .vps("r", "root", 2)
+        .thread_with("a", "r", &[], None, reserve.clone())
+        .thread_with("b", "r", &[], None, reserve.clone())
+        .analyse();
+    assert_eq!(label(&a, "r", "a"), "RESCS 60, 100");
+    assert_eq!(label(&a, "r", "b"), "RESCS 60, 100");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    let a = scenario(2)
+        .sched("ts", "rr", &[], &[])
+        .sched("r", "rialto", &part, &[("ts", &[])])
+        .vps("r", "ts", 2)
+        .thread_with("a", "r", &[], None, reserve)
+        .analyse();
+    assert!(only_error(&a).contains("needs ALL on every VP"));
+}

@@ -529,3 +529,228 @@ mod random_sets {
         }
     }
 }
+
+// ----- multiprocessor = "partitioned": a graph per VP ----------------------
+
+/// A root `rialto` on `cpus` CPUs with `params` (its VP `i` is CPU `i`).
+fn partitioned(cpus: u32, fit: &str, threads: Vec<ThreadSpec>) -> Scenario {
+    let mut scn = scenario(cpus, ms(1000), threads);
+    scn.schedulers[0].params = Params::new()
+        .with("multiprocessor", Value::Str("partitioned".into()))
+        .with("fit", Value::Str(fit.into()));
+    scn
+}
+
+/// The CPUs the threads `names` ran on.
+fn cpus_of(r: &RunResult, names: &[&str]) -> std::collections::BTreeSet<u32> {
+    let ids: Vec<ThreadId> = names.iter().map(|n| tid(r, n)).collect();
+    r.trace
+        .as_ref()
+        .unwrap()
+        .segments
+        .iter()
+        .filter(|s| matches!(s.what, SegmentKind::Run(t) if ids.contains(&t)))
+        .map(|s| s.cpu.0)
+        .collect()
+}
+
+/// Every window of `period` from `from` to the horizon gives the threads
+/// `names` at least `amount` (the RESCS label, checked exactly).
+fn keeps_rescs(r: &RunResult, names: &[&str], amount: Duration, period: Duration, from: Instant) {
+    use hsched_analysis::schedule_check::Schedule;
+    let ids: Vec<ThreadId> = names.iter().map(|n| tid(r, n)).collect();
+    let s = Schedule::new(
+        r.trace
+            .as_ref()
+            .unwrap()
+            .segments
+            .iter()
+            .filter_map(|s| match s.what {
+                SegmentKind::Run(t) if ids.contains(&t) => {
+                    Some((s.start.as_nanos(), s.end.as_nanos()))
+                }
+                _ => None,
+            }),
+    )
+    .unwrap();
+    s.check_least(
+        amount.as_nanos(),
+        period.as_nanos(),
+        from.as_nanos(),
+        r.horizon.as_nanos(),
+    )
+    .unwrap_or_else(|e| panic!("{names:?}: {e}"));
+}
+
+/// On 2 CPUs, two activities of 60 ms every 100 ms (1.2 CPUs) are both
+/// granted, which `"one"` refuses (60 + 60 > 100 on its one graph); first
+/// fit puts `a` on vp0 and `b` on vp1 (vp0 has 40 ms left); a third of
+/// 60/100 fits neither and is refused naming both VPs' 60 ms of 100 ms.
+/// Against four CPU-bound unreserved threads (two activities of two
+/// threads each), every 100 ms window from the grants on gives `a` and `b`
+/// at least 60 ms each, and each ran on its own CPU only.
+#[test]
+fn partitioned_admits_a_cpu_per_vp_and_keeps_every_reservation_on_its_cpu() {
+    let threads = || {
+        vec![
+            thread("a1", "a", vec![reserve(ms(60), ms(100)), forever()]),
+            thread("a2", "a", vec![forever()]),
+            thread("b1", "b", vec![reserve(ms(60), ms(100)), forever()]),
+            thread("c1", "c", vec![reserve(ms(60), ms(100)), forever()]),
+            thread("h1", "h", vec![forever()]),
+            thread("h2", "h", vec![forever()]),
+            thread("k1", "", vec![forever()]),
+        ]
+    };
+    let r = go(&partitioned(2, "first", threads()));
+    let a = &replies(&r, "a1")[0];
+    let b = &replies(&r, "b1")[0];
+    let c = &replies(&r, "c1")[0];
+    assert_eq!(a.kind, LogKind::Reply, "{}", a.text);
+    assert!(a.text.contains("vp=0"), "{}", a.text);
+    assert_eq!(b.kind, LogKind::Reply, "{}", b.text);
+    assert!(b.text.contains("vp=1"), "{}", b.text);
+    assert_eq!(c.kind, LogKind::Refused, "{}", c.text);
+    assert!(
+        c.text
+            .contains("vp0 (60ms of 100ms per hyperperiod (60.0%))")
+            && c.text
+                .contains("vp1 (60ms of 100ms per hyperperiod (60.0%))"),
+        "{}",
+        c.text
+    );
+    // Activity `a`'s two threads share its 60 ms; `b1` has its own.
+    keeps_rescs(&r, &["a1", "a2"], ms(60), ms(100), Instant::ZERO);
+    keeps_rescs(&r, &["b1"], ms(60), ms(100), Instant::ZERO);
+    assert_eq!(cpus_of(&r, &["a1", "a2"]), [0].into());
+    assert_eq!(cpus_of(&r, &["b1"]), [1].into());
+    // The unreserved ones may use either CPU's free time: 40 ms of each
+    // 100 ms per CPU, 800 ms over the run, round robin among the five
+    // activities (`a` and `b` use their own CPU's free time too; `c`,
+    // refused, is unreserved): 800 / 5 = 160 ms each (measured: exactly
+    // 160 ms for `c1`, `h1` + `h2` and `k1`).
+    assert!(ran(&r, &["c1"], at(0), at(1000)) >= ms(150));
+    assert!(ran(&r, &["h1", "h2"], at(0), at(1000)) >= ms(150));
+    assert!(ran(&r, &["k1"], at(0), at(1000)) >= ms(150));
+
+    // One graph: the same requests, `b` refused (60 + 60 > 100).
+    let mut one = partitioned(2, "first", threads());
+    one.schedulers[0].params = Params::new();
+    let r = go(&one);
+    assert_eq!(replies(&r, "b1")[0].kind, LogKind::Refused);
+}
+
+/// On 4 CPUs, four activities of 90 ms every 100 ms (3.6 CPUs) each get a
+/// CPU of their own (first fit: 90 + 90 > 100, so one per VP) and a fifth
+/// is refused; with worst fit, four of 20/100 spread one per VP (the
+/// emptiest graph after adding, ties to the lowest index) where first fit
+/// stacks them all on vp0 (4 × 20 ≤ 100). Every reservation holds in
+/// every window, each on its own CPU, against CPU-bound competitors.
+#[test]
+fn partitioned_on_four_cpus_first_and_worst_fit() {
+    let mut threads: Vec<ThreadSpec> = (0..5)
+        .map(|i| {
+            thread(
+                &format!("r{i}"),
+                &format!("act{i}"),
+                vec![reserve(ms(90), ms(100)), forever()],
+            )
+        })
+        .collect();
+    threads.extend((0..4).map(|i| thread(&format!("h{i}"), "", vec![forever()])));
+    let r = go(&partitioned(4, "first", threads));
+    for i in 0..4 {
+        let name = format!("r{i}");
+        let rep = &replies(&r, &name)[0];
+        assert_eq!(rep.kind, LogKind::Reply, "{}", rep.text);
+        assert!(rep.text.contains(&format!("vp={i}")), "{}", rep.text);
+        keeps_rescs(&r, &[&name], ms(90), ms(100), Instant::ZERO);
+        assert_eq!(cpus_of(&r, &[&name]), [i as u32].into());
+    }
+    assert_eq!(replies(&r, "r4")[0].kind, LogKind::Refused);
+
+    for (fit, want) in [("first", [0, 0, 0, 0]), ("worst", [0, 1, 2, 3])] {
+        let mut threads: Vec<ThreadSpec> = (0..4)
+            .map(|i| {
+                thread(
+                    &format!("r{i}"),
+                    &format!("act{i}"),
+                    vec![reserve(ms(20), ms(100)), forever()],
+                )
+            })
+            .collect();
+        threads.extend((0..6).map(|i| thread(&format!("h{i}"), "", vec![forever()])));
+        let r = go(&partitioned(4, fit, threads));
+        for (i, vp) in want.iter().enumerate() {
+            let name = format!("r{i}");
+            let rep = &replies(&r, &name)[0];
+            assert!(
+                rep.text.contains(&format!("vp={vp}")),
+                "{fit}: {}",
+                rep.text
+            );
+            keeps_rescs(&r, &[&name], ms(20), ms(100), Instant::ZERO);
+            assert_eq!(cpus_of(&r, &[&name]), [*vp as u32].into(), "{fit} {name}");
+        }
+    }
+}
+
+/// A time constraint is admitted on its activity's VP and met there; an
+/// activity without a VP (no grant yet) is refused one, saying why.
+#[test]
+fn partitioned_constraints_live_on_their_activitys_vp() {
+    let threads = vec![
+        thread("a", "a", vec![reserve(ms(60), ms(100)), forever()]),
+        thread(
+            "b",
+            "b",
+            vec![
+                reserve(ms(60), ms(100)),
+                begin(ms(20), ms(200)),
+                Op::Run(Dist::Fixed(ms(20))),
+                msg(Msg::new("end_constraint")),
+                forever(),
+            ],
+        ),
+        thread("u", "", vec![begin(ms(5), ms(100)), forever()]),
+        thread("h", "", vec![forever()]),
+    ];
+    let r = go(&partitioned(2, "first", threads));
+    let b = replies(&r, "b");
+    assert_eq!(b[1].kind, LogKind::Reply, "{}", b[1].text);
+    assert_eq!(b[2].kind, LogKind::Reply, "{}", b[2].text);
+    assert_eq!(cpus_of(&r, &["b"]), [1].into());
+    let u = &replies(&r, "u")[0];
+    assert_eq!(u.kind, LogKind::Refused, "{}", u.text);
+    assert!(u.text.contains("reserve first"), "{}", u.text);
+}
+
+/// Bad values of `multiprocessor` and `fit` are build errors that name the
+/// supported modes; `global` is refused (no published test).
+#[test]
+fn partitioned_parameters_are_checked() {
+    for (k, v, want) in [
+        ("multiprocessor", "global", "no published"),
+        ("multiprocessor", "both", "\"one\" and \"partitioned\""),
+        ("fit", "best", "\"first\" or \"worst\""),
+        ("placement", "A@x:0.0", "not a VP index"),
+    ] {
+        let mut scn = partitioned(2, "first", vec![thread("t", "", vec![forever()])]);
+        scn.schedulers[0].params = scn.schedulers[0]
+            .params
+            .clone()
+            .with(k, Value::Str(v.into()));
+        let e = hsched_sim::run(&scn, &Default::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains(want), "{k} = {v}: {e}");
+    }
+    let mut scn = scenario(2, ms(10), vec![]);
+    scn.schedulers[0].params = Params::new().with("fit", Value::Str("worst".into()));
+    let e = hsched_sim::run(&scn, &Default::default())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("needs multiprocessor = \"partitioned\""), "{e}");
+}

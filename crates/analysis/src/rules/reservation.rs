@@ -37,6 +37,17 @@
 //! a warning. Reservations and time constraints are promises: they need
 //! ALL (this `rialto` has no rate parameter, so RESU is not used).
 //! Reservations summing past the CPU are a warning too.
+//! With `multiprocessor = "partitioned"` (a graph per VP) the replay runs
+//! through one graph per VP with the policy's own placement rule
+//! (`hsched_policies::rialto::place`, first or worst fit, an activity
+//! placed at its first grant and kept there), and each grant's label names
+//! its VP; it needs ALL on every input (one VP per CPU under the root or an
+//! `fp` top priority), and the sum warning is against the node's VPs. It
+//! assumes what the replay assumes on one CPU (requests in the order their
+//! threads arrive, each thread's in program order; threads that leave are
+//! not replayed) and that partitioned threads reserve before they open
+//! constraints (the policy refuses a constraint of an activity without a
+//! VP, so this is enforced, not assumed).
 //!
 //! **`rtwake`** (Vassal §5): `ALL -> NULL+`. It promises exact wake-ups,
 //! which only a scheduler that holds the whole CPU can keep; shares, none.
@@ -338,12 +349,29 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
     if askers.is_empty() {
         return v;
     }
-    if node.input() != Guarantee::All {
+    // Partitioned: a graph per VP, each a schedule of one whole CPU, so
+    // every VP must receive ALL (one VP per CPU under the root or an `fp`
+    // top priority); one: the first VP's graph, as on one CPU.
+    let partitioned = matches!(
+        str_param(node.params, "multiprocessor"),
+        Ok(Some("partitioned"))
+    );
+    let all = if partitioned {
+        !node.inputs.is_empty() && node.inputs.iter().all(|i| i.guarantee == Guarantee::All)
+    } else {
+        node.input() == Guarantee::All
+    };
+    if !all {
         let names: Vec<String> = askers.iter().map(|n| format!("`{n}`")).collect();
+        let on = if partitioned {
+            "one schedule of a whole processor per VP (partitioned), so it needs ALL on every VP"
+        } else {
+            "a schedule of the whole processor, so it needs ALL"
+        };
         v.problems.push(node.problem(
             Severity::Error,
             format!(
-                "{}: rialto keeps reservations and time constraints (asked by {}) on a schedule of the whole processor, so it needs ALL, but {}",
+                "{}: rialto keeps reservations and time constraints (asked by {}) on {on}, but {}",
                 node.under(),
                 names.join(", "),
                 node.given()
@@ -351,18 +379,20 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
         ));
         return v;
     }
+    let vps = if partitioned { node.vps() } else { 1 };
     // What the policy's own graph grants, which may be less than asked.
     let asked: Vec<(&str, Duration, Duration)> = requests
         .iter()
         .map(|(_, a, x, y)| (a.as_str(), *x, *y))
         .collect();
-    let granted: BTreeMap<String, Result<Guarantee, String>> =
-        match hsched_policies::rialto::grants(node.params, &asked) {
+    let granted: BTreeMap<String, Result<(Guarantee, usize), String>> =
+        match hsched_policies::rialto::grants(node.params, vps, &asked) {
             Ok(grants) => grants
                 .into_iter()
                 .map(|(act, grant)| {
-                    let grant = grant.and_then(|(a, p)| {
+                    let grant = grant.and_then(|(a, p, vp)| {
                         Guarantee::reservation(Shape::Continuous, Limit::Soft, a, p)
+                            .map(|g| (g, vp))
                     });
                     (act, grant)
                 })
@@ -379,7 +409,7 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
             continue;
         };
         let asker = askers.contains(&c.name);
-        let g = match grant {
+        let (g, vp) = match grant {
             Ok(g) => *g,
             Err(why) if asker => {
                 v.labels[i] = Label::refused(format!("its {asked} is refused: {why}"));
@@ -409,10 +439,16 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
             .iter()
             .filter(|&&j| j != i && node.children[j].runs)
             .count();
-        let whose = match asker {
+        let mut whose = match asker {
             true => "reserved by message".to_string(),
             false => format!("activity `{act}`'s reservation; its other members use no CPU"),
         };
+        if partitioned {
+            whose = format!(
+                "{whose}; placed on vp{vp}'s graph (partitioned, fit `{}`), its threads run on that CPU only",
+                str_param(node.params, "fit").ok().flatten().unwrap_or("first")
+            );
+        }
         v.labels[i] = if others > 0 {
             Label::because(
                 Guarantee::Null,
@@ -429,8 +465,9 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
             )
         };
     }
+    let cpus = Ratio::new(vps as u64, 1).unwrap_or(Ratio::ONE);
     match share_sum(reserved.values()) {
-        Some(s) if s <= Ratio::ONE => {}
+        Some(s) if s <= cpus => {}
         s => {
             let list: Vec<String> = reserved
                 .iter()
@@ -439,9 +476,10 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
             v.problems.push(node.problem(
                 Severity::Warning,
                 format!(
-                    "{}: the reservations its threads ask for sum to {} of the CPU: rialto will refuse the ones that do not fit when they are asked: {}",
+                    "{}: the reservations its threads ask for sum to {} of {}: rialto will refuse the ones that do not fit when they are asked: {}",
                     node.who(),
                     s.map_or("more than can be counted".into(), |s| s.percent_string()),
+                    if vps > 1 { format!("its {vps} CPUs (one graph per VP)") } else { "the CPU".to_string() },
                     list.join(" + ")
                 ),
             ));

@@ -366,6 +366,24 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
         self.reqs.iter().map(|(a, r)| (*a, r.granted))
     }
 
+    /// How much of a hyperperiod its intervals take (switches and
+    /// round-ups included), and the hyperperiod: `(used, capacity)` in
+    /// nanoseconds; `(0, 0)` without a base period. `used / capacity` is the
+    /// share of the CPU the graph holds; a partitioned `rialto` compares it
+    /// across its VPs' graphs (worst fit) and reports it on refusal.
+    pub fn load(&self) -> (u128, u128) {
+        let Some(base) = self.base else {
+            return (0, 0);
+        };
+        let mut used = 0u128;
+        for d in 0..=self.depth {
+            for j in 0..(1u64 << d) {
+                used += (self.nodes[idx(d, j)].used as u128) << (self.depth - d);
+            }
+        }
+        (used, (base as u128) << self.depth)
+    }
+
     /// The intervals of base period `i` (counted from the graph's start), in
     /// execution order, ending with the free time if any. Empty without a
     /// base period. Their lengths add up to the base period.

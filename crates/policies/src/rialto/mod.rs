@@ -28,6 +28,7 @@ pub mod constraints;
 pub mod graph;
 /// The inheritance book, shared with the priority policies.
 pub use crate::inherit;
+pub mod place;
 pub mod policy;
 
-pub use policy::{grants, Rialto, INFO};
+pub use policy::{grants, Grant, Rialto, INFO};

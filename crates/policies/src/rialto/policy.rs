@@ -160,6 +160,35 @@
 //! Messages cost more (`reserve` rebuilds the graph and re-admits every
 //! open constraint; `begin_constraint` walks its window).
 //!
+//! **Several CPUs: `multiprocessor`.** `"one"` (the default, the
+//! behaviour above): one graph, followed by `ParentVp(0)`; the other VPs
+//! run rule 5 alone. `"partitioned"`: one graph (and constraint book,
+//! walk, second-chance records) per VP the instance holds, each built as
+//! on one CPU, and `ParentVp(v)` follows graph `v` by the same rules 1–5.
+//! An activity is *placed* on a VP by its first granted `reserve`
+//! (`place.rs`: `fit = "first"`, the lowest VP whose graph grants it, or
+//! `"worst"`, the VP left with the largest free share of its hyperperiod,
+//! ties to the lowest; the reply adds `vp`); a refusal names each VP's
+//! load. The placement lasts until the activity's last thread leaves: a
+//! later `reserve` is admitted on that VP only (refused, not moved, if it
+//! does not fit there), `release` keeps it there. Its threads run on that
+//! VP only (its intervals, constraints, second chance and round-robin
+//! turns there): nothing is proven for a migrating activity, so none
+//! migrates. An RPC server runs where the activity it is scheduled in
+//! runs (its caller's, during a call); inherited constraint time (§4.2) goes
+//! only to a chain end that may run on the constraint's VP. Activities
+//! without a VP are promised nothing and run round robin in any VP's free
+//! time (rule 5 takes the earlier turn of the unplaced lane and the VP's
+//! own lane); they cannot open a time constraint (refused: "reserve
+//! first"), since a constraint is admitted on its activity's VP and
+//! placing the activity then could send its `reserve` where the analysis's
+//! replay does not. The VPs asked of the parent: each VP whose placed
+//! activities have a runnable thread, plus one more per runnable unplaced
+//! thread, lowest first. `placement` pins take an optional VP prefix
+//! (`A@1:0.0`; VP 0 without one, and only VP 0 in mode `"one"`); a pinned
+//! activity is placed on its pin's VP. `"global"` is refused at build time:
+//! no published multiprocessor test exists for Rialto's graph.
+//!
 //! **Guarantee.** Holding one CPU through `ParentVp(0)` without a platform
 //! tick: an activity granted `(X', Y')` one of whose threads is waiting or
 //! running on that CPU at every instant of its intervals receives, in every
@@ -178,16 +207,24 @@
 //! choice (rule 1). Inherited runs (§4.2) use only the waiter's constraint's
 //! own pieces. With a tick, each interval may start up to one tick late (a
 //! horizon takes effect at the next tick).
+//! Partitioned, the same holds on each VP for the activities placed there,
+//! provided the parent gives every VP a whole CPU (ALL on each: one VP per
+//! CPU under the root or an `fp` top priority): the graphs are independent
+//! and a placed activity's time comes from its own VP's graph only.
 //!
 //! **Implemented.** §3 graph and interval assignment, §4.3 criticality,
 //! §4.4 nesting (in [`super::constraints`]); §4.6 rules 1–5; §4.5 second
 //! chance; §4.2 inheritance across mutexes and RPCs, reported by the platform or by
 //! message.
 //!
-//! **Limits.** Only `ParentVp(0)` follows the graph: on several CPUs the
-//! other VPs use free-time round robin (a reserved thread gets at least its
-//! guarantee, possibly more), and if the parent never grants `ParentVp(0)`
-//! nothing is guaranteed. A server stands for Rialto's per-call service
+//! **Limits.** In mode `"one"` only `ParentVp(0)` follows the graph: on
+//! several CPUs the other VPs use free-time round robin (a reserved thread
+//! gets at least its guarantee, possibly more), and if the parent never
+//! grants `ParentVp(0)` nothing is guaranteed. Partitioned: no migration,
+//! so no re-placement when a VP fills up; an activity's placement is not
+//! revisited after a `release`; a mutex holder placed on another VP than
+//! its constrained waiter inherits nothing (priority inversion across CPUs
+//! is not handled); graphs are added as VPs appear and never removed. A server stands for Rialto's per-call service
 //! thread: it serves one call at a time (a busy server refuses), and the
 //! caller must block by itself after `rpc_call` (a message cannot block a
 //! thread); from the call to the reply the caller counts as waiting in the
@@ -212,8 +249,9 @@ use hsched_core::{
 };
 
 use super::constraints::{ConstraintId, Constraints};
-use super::graph::{Graph, GraphParams, Pin};
+use super::graph::{Graph, GraphParams};
 use super::inherit::Inheritance;
+use super::place::{self, Fit, Multiprocessor, VpPin};
 pub(super) use requests::MutexKey;
 
 #[path = "queues.rs"]
@@ -241,8 +279,12 @@ pub const INFO: PolicyInfo = PolicyInfo {
           paper's §4.6 rules (next node under `threshold`, EDF constraint, the node's \
           activity, the second-chance queue, round robin of activities with `quantum`; \
           a waking thread or activity goes to the back of its line); other VPs are \
-          activity round robin. Limits: only the first VP follows the graph; a server \
-          takes one call at a time.",
+          activity round robin. `multiprocessor = \"partitioned\"`: a graph per VP, each \
+          activity placed on one by its first granted `reserve` (`fit` = first or worst) \
+          and run there only, constraints only in a placed activity, unplaced activities \
+          round robin on every VP's free time; `\"global\"` is refused (no published test). \
+          Limits: in mode one only the first VP follows the graph; partitioned, nothing \
+          migrates; a server takes one call at a time.",
     params,
     child_params,
     build,
@@ -252,9 +294,6 @@ pub const INFO: PolicyInfo = PolicyInfo {
 
 /// The default round-robin quantum.
 pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
-
-/// The VP that follows the graph.
-const GRAPH_VP: ParentVp = ParentVp(0);
 
 fn dur(min: Duration) -> ParamKind {
     ParamKind::Duration { min }
@@ -301,16 +340,32 @@ fn params() -> Vec<ParamSpec> {
         ParamSpec::new(
             "placement",
             ParamKind::Str,
-            "pins activities' reservations to graph nodes, e.g. \"B@0.0 A@1.0 C@2.1\" \
-             (DEPTH.NODE; use with a fixed base_period)",
+            "pins activities' reservations to graph nodes, e.g. \"B@0.0 A@1.0 C@1:2.1\" \
+             ([VP:]DEPTH.NODE, VP 0 unless given, another VP only when partitioned; \
+             use with a fixed base_period)",
         )
         .with_default(Value::Str(String::new())),
+        ParamSpec::new(
+            "multiprocessor",
+            ParamKind::Str,
+            "\"one\": the first VP follows the graph, the others round robin; \
+             \"partitioned\": a graph per VP, each activity placed on one when it first \
+             reserves and run there only (\"global\" is refused: no published test)",
+        )
+        .with_default(Value::Str("one".into())),
+        ParamSpec::new(
+            "fit",
+            ParamKind::Str,
+            "partitioned placement: \"first\" (lowest VP whose graph grants it) or \
+             \"worst\" (the VP left with the largest free share, ties to the lowest)",
+        )
+        .with_default(Value::Str("first".into())),
     ]
 }
 
-/// Parses `placement`: `ACTIVITY@DEPTH.NODE` entries separated by spaces
-/// or commas.
-fn placement(text: &str) -> Result<BTreeMap<String, Pin>, String> {
+/// Parses `placement`: `ACTIVITY@[VP:]DEPTH.NODE` entries separated by
+/// spaces or commas (VP 0 unless given).
+fn placement(text: &str) -> Result<BTreeMap<String, VpPin>, String> {
     let mut pins = BTreeMap::new();
     for entry in text.split([' ', ',']).filter(|e| !e.is_empty()) {
         let (name, node) = entry.split_once('@').ok_or_else(|| {
@@ -319,7 +374,19 @@ fn placement(text: &str) -> Result<BTreeMap<String, Pin>, String> {
         if name.is_empty() {
             return Err(format!("`placement`: `{entry}` names no activity"));
         }
-        let pin = node.parse().map_err(|e| format!("`placement`: {e}"))?;
+        let (vp, node) = match node.split_once(':') {
+            Some((vp, node)) => (
+                vp.parse::<usize>().map_err(|_| {
+                    format!("`placement`: `{entry}`: `{vp}` is not a VP index (e.g. `A@1:0.0`)")
+                })?,
+                node,
+            ),
+            None => (0, node),
+        };
+        let pin = VpPin {
+            vp,
+            pin: node.parse().map_err(|e| format!("`placement`: {e}"))?,
+        };
         if pins.insert(name.to_string(), pin).is_some() {
             return Err(format!("`placement`: activity `{name}` is pinned twice"));
         }
@@ -344,7 +411,28 @@ fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     );
     r.threshold = params.duration("threshold");
     r.pins = placement(params.str("placement"))?;
+    (r.mode, r.fit) = modes(params)?;
+    if r.mode == Multiprocessor::One {
+        if let Some((name, p)) = r.pins.iter().find(|(_, p)| p.vp != 0) {
+            return Err(format!(
+                "`placement`: `{name}` is pinned to vp{}, but with multiprocessor = \"one\" only vp0 follows a graph",
+                p.vp
+            ));
+        }
+    }
     Ok(Box::new(r))
+}
+
+/// The `multiprocessor` and `fit` parameters (resolved), checked together.
+fn modes(params: &Params) -> Result<(Multiprocessor, Fit), String> {
+    let mode = Multiprocessor::parse(params.str("multiprocessor"))?;
+    let fit = Fit::parse(params.str("fit"))?;
+    if mode == Multiprocessor::One && fit != Fit::First {
+        return Err(
+            "`fit` places activities on VPs, so it needs multiprocessor = \"partitioned\"".into(),
+        );
+    }
+    Ok((mode, fit))
 }
 
 /// The scheduling graph's parameters a `rialto` with `params` (resolved)
@@ -357,25 +445,37 @@ fn graph_params(params: &Params) -> GraphParams {
     gp
 }
 
-/// An activity's grant as (amount, period), or why its request is refused.
-pub type Grant = Result<(Duration, Duration), String>;
+/// An activity's grant as (amount, period, the VP whose graph holds it),
+/// or why its request is refused.
+pub type Grant = Result<(Duration, Duration, usize), String>;
 
 /// What a `rialto` with `params` (as a scenario gives them: defaults are
-/// filled in here) grants when its activities ask, in this order, for the reservations
-/// `requests` (activity, amount, period; a named activity as its
-/// `activity` parameter has it): each activity's grant at the end, as
-/// (amount, period), or why its request is refused. The same graph code
-/// as the running policy: Rialto may grant less than asked, scaling a
-/// period down to a power-of-two multiple of its base period (§3.1: 6 ms
-/// every 30 ms is 4 ms every 20 ms on a 10 ms base), and a later request
-/// may rebuild the graph and change an earlier grant.
+/// filled in here) holding `vps` VPs grants when its activities ask, in
+/// this order, for the reservations `requests` (activity, amount, period;
+/// a named activity as its `activity` parameter has it): each activity's
+/// grant at the end, as (amount, period, VP), or why its request is
+/// refused. The same graph code as the running policy: Rialto may grant
+/// less than asked, scaling a period down to a power-of-two multiple of
+/// its base period (§3.1: 6 ms every 30 ms is 4 ms every 20 ms on a 10 ms
+/// base), and a later request may rebuild the graph and change an earlier
+/// grant. With `multiprocessor = "one"` everything is on VP 0's graph
+/// (`vps` is not used); with `"partitioned"` there is a graph per VP and
+/// [`place::place`] places each activity at its first request, as the
+/// policy does (a later request of the activity stays on its VP).
 pub fn grants(
     params: &Params,
+    vps: u32,
     requests: &[(&str, Duration, Duration)],
 ) -> Result<Vec<(String, Grant)>, String> {
     let params = params.resolve(&self::params())?;
     let pins = placement(params.str("placement"))?;
-    let mut graph: Graph<usize> = Graph::new(graph_params(&params));
+    let (mode, fit) = modes(&params)?;
+    let n = match mode {
+        Multiprocessor::One => 1,
+        Multiprocessor::Partitioned => vps.max(1) as usize,
+    };
+    let mut graphs: Vec<Graph<usize>> = vec![Graph::new(graph_params(&params)); n];
+    let mut home: BTreeMap<usize, usize> = BTreeMap::new();
     let mut names: Vec<&str> = Vec::new();
     let mut refused: BTreeMap<usize, String> = BTreeMap::new();
     for &(name, amount, period) in requests {
@@ -386,18 +486,50 @@ pub fn grants(
                 names.len() - 1
             }
         };
-        // A refused request leaves the graph as it was: an activity that
-        // held a grant keeps it.
-        if let Err(why) = graph.reserve_pinned(activity, amount, period, pins.get(name).copied()) {
-            refused.insert(activity, why.to_string());
+        let pin = pins.get(name).copied();
+        // A refused request leaves the graphs as they were: an activity
+        // that held a grant keeps it.
+        match mode {
+            Multiprocessor::One => {
+                if let Err(why) =
+                    graphs[0].reserve_pinned(activity, amount, period, pin.map(|p| p.pin))
+                {
+                    refused.insert(activity, why.to_string());
+                }
+            }
+            Multiprocessor::Partitioned => {
+                let only = match (home.get(&activity), pin) {
+                    (Some(&v), _) => Some((v, "placed on")),
+                    (None, Some(p)) => Some((p.vp, "pinned to")),
+                    (None, None) => None,
+                };
+                match place::place(
+                    &graphs,
+                    fit,
+                    only,
+                    activity,
+                    amount,
+                    period,
+                    pin.map(|p| p.pin),
+                ) {
+                    Ok((v, g, _)) => {
+                        graphs[v] = g;
+                        home.insert(activity, v);
+                    }
+                    Err(why) => {
+                        refused.insert(activity, why);
+                    }
+                }
+            }
         }
     }
     Ok(names
         .iter()
         .enumerate()
         .map(|(a, name)| {
-            let grant = match graph.granted(a) {
-                Some(g) => Ok((g.amount, g.period)),
+            let v = home.get(&a).copied().unwrap_or(0);
+            let grant = match graphs[v].granted(a) {
+                Some(g) => Ok((g.amount, g.period, v)),
                 None => Err(refused.remove(&a).unwrap_or_default()),
             };
             (name.to_string(), grant)
@@ -499,11 +631,41 @@ struct Served {
     since_admitted: Duration,
 }
 
+/// What each graph VP keeps: the graph inside its constraint book, the walk
+/// of its current base period and the constraint time used in its current
+/// interval. One in mode `one`, one per VP in mode `partitioned`.
+struct Cpu {
+    book: Constraints<Activity, ChildId>,
+    /// The walk of the current and the next base period.
+    walk: Option<Walk>,
+    /// Constraint time used in the interval that starts at `.0`.
+    used_in: (Instant, BTreeMap<ConstraintId, Duration>),
+}
+
+impl Cpu {
+    fn new(graph: GraphParams, horizon: Duration) -> Self {
+        Cpu {
+            book: Constraints::new(Graph::new(graph), horizon),
+            walk: None,
+            used_in: (Instant::ZERO, BTreeMap::new()),
+        }
+    }
+}
+
+/// A round-robin lane of rule 5: activities that may run on any VP
+/// (`None`: not placed) or only on VP `Some(v)` (placed, partitioned mode).
+type Lane = Option<usize>;
+
 /// The Rialto policy. See the module documentation.
 pub struct Rialto {
     quantum: Duration,
     horizon: Duration,
-    book: Constraints<Activity, ChildId>,
+    /// The graph parameters every graph is built with.
+    gp: GraphParams,
+    /// The graph VPs: `cpus[v]` is followed by `ParentVp(v)`.
+    cpus: Vec<Cpu>,
+    mode: Multiprocessor,
+    fit: Fit,
     children: ChildMap<Child>,
     on_vp: Vec<Option<Slot>>,
     runnable: u32,
@@ -511,16 +673,15 @@ pub struct Rialto {
     names: BTreeMap<String, Activity>,
     /// Activities with at least one thread (the others are forgotten).
     acts: BTreeMap<Activity, Act>,
-    /// Rule 5's round-robin queue: the activities with a waiting thread,
-    /// by (turn, activity).
-    ready: BTreeSet<(u64, Activity)>,
-    /// The walk of the current and the next base period.
-    walk: Option<Walk>,
+    /// Rule 5's round-robin queues: the activities with a waiting thread,
+    /// by (turn, activity), per lane (no empty lane is kept).
+    ready: BTreeMap<Lane, BTreeSet<(u64, Activity)>>,
+    /// Runnable threads per lane (by the activity they are scheduled in),
+    /// for the VPs partitioned mode asks for; no zero count is kept.
+    lane_runnable: BTreeMap<Lane, u32>,
     next_activity: Activity,
     next_constraint: u64,
     served: BTreeMap<ConstraintId, Served>,
-    /// Constraint time used in the interval that starts at `.0`.
-    used_in: (Instant, BTreeMap<ConstraintId, Duration>),
     /// §4.6 rule 1's minimum threshold.
     threshold: Duration,
     /// Pending denied constraints per thread, oldest first.
@@ -534,7 +695,7 @@ pub struct Rialto {
     /// RPC port -> the serial of its server thread.
     ports: BTreeMap<i64, u64>,
     /// Graph nodes pinned for named activities (the `placement` parameter).
-    pins: BTreeMap<String, Pin>,
+    pins: BTreeMap<String, VpPin>,
 }
 
 impl Rialto {
@@ -543,19 +704,21 @@ impl Rialto {
         Rialto {
             quantum,
             horizon,
-            book: Constraints::new(Graph::new(graph), horizon),
+            gp: graph,
+            cpus: vec![Cpu::new(graph, horizon)],
+            mode: Multiprocessor::One,
+            fit: Fit::First,
             children: ChildMap::new(),
             on_vp: Vec::new(),
             runnable: 0,
             seq: 0,
             names: BTreeMap::new(),
             acts: BTreeMap::new(),
-            ready: BTreeSet::new(),
-            walk: None,
+            ready: BTreeMap::new(),
+            lane_runnable: BTreeMap::new(),
             next_activity: 0,
             next_constraint: 0,
             served: BTreeMap::new(),
-            used_in: (Instant::ZERO, BTreeMap::new()),
             threshold: Duration::ZERO,
             denied: BTreeMap::new(),
             second: BTreeMap::new(),
@@ -578,14 +741,88 @@ impl Rialto {
         self.second.iter().map(|(&a, e)| (a, e.lost)).collect()
     }
 
-    /// The graph the walk follows.
+    /// The graph the first VP follows.
     pub fn graph(&self) -> &Graph<Activity> {
-        self.book.graph()
+        self.cpus[0].book.graph()
     }
 
-    /// The constraint book.
+    /// The graph VP `vp` follows (partitioned mode: one per VP), if any.
+    pub fn graph_on(&self, vp: usize) -> Option<&Graph<Activity>> {
+        self.cpus.get(vp).map(|c| c.book.graph())
+    }
+
+    /// The constraint book of the first VP.
     pub fn constraints(&self) -> &Constraints<Activity, ChildId> {
-        &self.book
+        &self.cpus[0].book
+    }
+
+    /// The VP activity `a` is placed on (partitioned mode), if any.
+    pub fn placed_on(&self, a: Activity) -> Option<usize> {
+        self.acts.get(&a).and_then(|act| act.vp)
+    }
+
+    /// The graph VP holding `a`'s reservation and constraints: its VP when
+    /// placed, else the first.
+    fn home(&self, a: Activity) -> usize {
+        self.placed_on(a).unwrap_or(0)
+    }
+
+    /// The constraint book of `child`'s own activity.
+    fn book_of(&self, child: ChildId) -> &Constraints<Activity, ChildId> {
+        let a = self.children.get(child).map_or(0, |c| c.activity);
+        &self.cpus[self.home(a)].book
+    }
+
+    /// Whether `vp` follows a graph (all of them when partitioned).
+    fn follows_graph(&self, vp: usize) -> bool {
+        vp < self.cpus.len()
+    }
+
+    /// Partitioned mode: one graph per VP held, added as VPs appear (never
+    /// removed: a placed activity keeps its graph).
+    fn grow(&mut self, cx: &Cx) {
+        if self.mode == Multiprocessor::Partitioned {
+            while self.cpus.len() < cx.vp_count() as usize {
+                self.cpus.push(Cpu::new(self.gp, self.horizon));
+            }
+        }
+    }
+
+    /// Asks the parent for the VPs with something to run. Mode `one`: as
+    /// many as there are runnable children. Partitioned: each VP whose lane
+    /// has a runnable thread, and for the runnable threads of activities
+    /// without a VP as many of the other VPs, lowest first (they may run on
+    /// any VP, so each gets a CPU of its own while there are VPs to spare);
+    /// a requesting VP no longer wanted is released (a held one answers
+    /// `Release` at its next decision if nothing may run there). `O(N)`.
+    fn want_cpus(&self, cx: &mut Cx) {
+        if self.mode == Multiprocessor::One {
+            cx.want_cpus(self.runnable);
+            return;
+        }
+        let mut spare = self.lane_runnable.get(&None).copied().unwrap_or(0);
+        for v in 0..cx.vp_count() as usize {
+            let vp = ParentVp(v as u32);
+            let own = self.lane_runnable.get(&Some(v)).is_some_and(|&n| n > 0);
+            let wanted = own || spare > 0;
+            if !own && spare > 0 {
+                spare -= 1;
+            }
+            match cx.vp_state(vp) {
+                VpState::Requesting if !wanted => cx.release(vp),
+                // At the root, a request also wakes a CPU the root declined.
+                _ if wanted => cx.request(vp),
+                _ => {}
+            }
+        }
+    }
+
+    /// Whether `child` may run on `vp`: the activity it is scheduled in is
+    /// not placed, or placed there.
+    fn may_run_on(&self, child: ChildId, vp: usize) -> bool {
+        self.children
+            .get(child)
+            .is_some_and(|c| self.placed_on(c.sched).is_none_or(|v| v == vp))
     }
 
     /// The activity of `child`.
@@ -599,16 +836,25 @@ impl Rialto {
         self.children.get(child).map(|c| c.sched)
     }
 
-    /// The graph interval holding `now`: `(start, end, activity)`.
-    /// `O(log m)` for `m` intervals on a path when the walk kept for
-    /// decisions holds `now`'s base period, a walk of the graph otherwise.
+    /// The interval of the first VP's graph holding `now`.
     pub fn interval_at(&self, now: Instant) -> (Instant, Instant, Option<Activity>) {
-        let Some(base) = self.graph().base_period().map(|b| b.0) else {
+        self.interval_on(0, now)
+    }
+
+    /// The interval of graph VP `v`'s graph holding `now`: `(start, end,
+    /// activity)`. `O(log m)` for `m` intervals on a path when the walk
+    /// kept for decisions holds `now`'s base period, a walk of the graph
+    /// otherwise.
+    pub fn interval_on(&self, v: usize, now: Instant) -> (Instant, Instant, Option<Activity>) {
+        let Some(cpu) = self.cpus.get(v) else {
             return (Instant::ZERO, Instant::NEVER, None);
         };
-        match &self.walk {
+        let Some(base) = cpu.book.graph().base_period().map(|b| b.0) else {
+            return (Instant::ZERO, Instant::NEVER, None);
+        };
+        match &cpu.walk {
             Some(w) if w.covers(base, now) => w.at(now),
-            _ => Walk::new(self.graph(), base, now.0 / base).at(now),
+            _ => Walk::new(cpu.book.graph(), base, now.0 / base).at(now),
         }
     }
 
@@ -616,20 +862,22 @@ impl Rialto {
     /// at `start`, may still run there.
     fn available(
         &self,
+        v: usize,
         c: ConstraintId,
         now: Instant,
         start: Instant,
         assigned: Duration,
     ) -> Duration {
-        let Some(info) = self.book.get(c) else {
+        let cpu = &self.cpus[v];
+        let Some(info) = cpu.book.get(c) else {
             return Duration::ZERO;
         };
-        if info.start > now || self.book.current(info.thread) != Some(c) {
+        if info.start > now || cpu.book.current(info.thread) != Some(c) {
             return Duration::ZERO;
         }
         let served = self.served.get(&c).copied().unwrap_or_default();
-        let used = if self.used_in.0 == start {
-            self.used_in.1.get(&c).copied().unwrap_or_default()
+        let used = if cpu.used_in.0 == start {
+            cpu.used_in.1.get(&c).copied().unwrap_or_default()
         } else {
             Duration::ZERO
         };
@@ -637,23 +885,30 @@ impl Rialto {
         share.min(info.guaranteed.saturating_sub(served.since_admitted))
     }
 
-    /// Re-decide the graph VP if a waiting child outranks what runs there.
+    /// Re-decide each graph VP where a waiting child outranks what runs.
     fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        if !matches!(cx.vp_state(GRAPH_VP), VpState::Held(_)) {
-            return;
-        }
         let now = cx.now();
-        self.prepare_walk(now);
-        let Some(Some(slot)) = self.on_vp.get(GRAPH_VP.index()) else {
-            return;
-        };
-        let (start, _, _) = self.node(now);
-        // A slot chosen in an earlier interval is re-decided by its horizon.
-        if slot.interval != start {
-            return;
-        }
-        if self.waiting_outranks(now, slot.tier) {
-            cx.reschedule(GRAPH_VP);
+        let mut walked = false;
+        for v in 0..self.cpus.len() {
+            let vp = ParentVp(v as u32);
+            if !matches!(cx.vp_state(vp), VpState::Held(_)) {
+                continue;
+            }
+            if !walked {
+                self.prepare_walk(now);
+                walked = true;
+            }
+            let Some(Some(slot)) = self.on_vp.get(v) else {
+                continue;
+            };
+            let (start, _, _) = self.node(v, now);
+            // A slot chosen in an earlier interval is re-decided by its horizon.
+            if slot.interval != start {
+                continue;
+            }
+            if self.waiting_outranks(v, now, slot.tier) {
+                cx.reschedule(vp);
+            }
         }
     }
 
@@ -663,7 +918,7 @@ impl Rialto {
             // Preempted before it ran more than the switch into it (a
             // constraint's start came, say): it keeps its place in line,
             // or round robin could pass it over for ever.
-            if now.saturating_since(slot.granted) <= self.graph().params().switch_cost {
+            if now.saturating_since(slot.granted) <= self.gp.switch_cost {
                 self.restore_turns(&slot);
             }
             if let Some(c) = self.children.get_mut(slot.child) {
@@ -718,7 +973,8 @@ impl Scheduler for Rialto {
         "rialto"
     }
 
-    fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
+    fn register_vp(&mut self, cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
+        self.grow(cx);
         let name = activity_name(params.get("activity"));
         let activity = match name.as_ref().and_then(|n| self.names.get(n)) {
             Some(&a) => a,
@@ -770,7 +1026,7 @@ impl Scheduler for Rialto {
         let activity = c.activity;
         if c.state != State::Idle {
             self.forget_runnable(child);
-            cx.want_cpus(self.runnable);
+            self.want_cpus(cx);
         }
         // Before its activity may be forgotten: a server may be scheduled in it.
         self.hang_up(cx, child);
@@ -799,10 +1055,11 @@ impl Scheduler for Rialto {
                 self.names.remove(&name);
             }
             self.second.remove(&activity);
-            if self.graph().granted(activity).is_some() {
-                let mut graph = self.graph().clone();
+            let v = act.vp.unwrap_or(0);
+            if self.cpus[v].book.graph().granted(activity).is_some() {
+                let mut graph = self.cpus[v].book.graph().clone();
                 graph.release(activity);
-                let _ = self.set_graph(cx, graph, false);
+                let _ = self.set_graph(cx, v, graph, false);
             }
         }
     }
@@ -818,12 +1075,12 @@ impl Scheduler for Rialto {
         let a = c.sched;
         self.reindex(child);
         self.runnable += 1;
-        cx.want_cpus(self.runnable);
+        self.want_cpus(cx);
         // Woken inside the node it blocked in: what is left of the node is
         // not lost after all.
         let now = cx.now();
         self.prepare_walk(now);
-        let (_, end, act) = self.interval_at(now);
+        let (_, end, act) = self.interval_on(self.home(a), now);
         if act == Some(a) {
             if let Some(e) = self.second.get_mut(&a) {
                 e.lost = e.lost.saturating_sub(end - now);
@@ -838,7 +1095,7 @@ impl Scheduler for Rialto {
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
         if self.children[child].state != State::Idle {
             self.forget_runnable(child);
-            cx.want_cpus(self.runnable);
+            self.want_cpus(cx);
             let a = self.children[child].sched;
             self.note_blocked(cx, a);
             // A constrained thread blocking on a mutex or in a call hands its
@@ -850,6 +1107,7 @@ impl Scheduler for Rialto {
 
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         let now = cx.now();
+        self.grow(cx);
         if vp.index() >= self.on_vp.len() {
             self.on_vp.resize(vp.index() + 1, None);
         }
@@ -857,10 +1115,11 @@ impl Scheduler for Rialto {
         self.prepare_walk(now);
         self.second
             .retain(|_, e| now < e.expires && !e.lost.is_zero());
-        let pick = if vp == GRAPH_VP {
-            self.pick_graph(now)
+        let graph_vp = self.follows_graph(vp.index());
+        let pick = if graph_vp {
+            self.pick_graph(vp.index(), now)
         } else {
-            self.pick_free(now)
+            self.pick_free(vp.index(), now)
         };
         let Some(select::Pick {
             child,
@@ -896,7 +1155,7 @@ impl Scheduler for Rialto {
             granted: now,
             turns_before,
         });
-        if vp != GRAPH_VP {
+        if !graph_vp {
             self.preempt_if_needed(cx);
         }
         Dispatch::Run { child, until }
@@ -917,7 +1176,7 @@ impl Scheduler for Rialto {
         c.flushed = Duration::ZERO;
         c.since = cx.now();
         let c = &self.children[child];
-        if let Some(id) = self.book.current(child) {
+        if let Some(id) = self.book_of(child).current(child) {
             let s = self.served.entry(id).or_default();
             s.taken += fresh;
             s.since_admitted += fresh;
@@ -931,11 +1190,13 @@ impl Scheduler for Rialto {
         if let Some(Some(slot)) = self.on_vp.get(vp.index()) {
             match slot.tier {
                 Tier::Constraint(id) => {
-                    if self.used_in.0 != slot.interval {
-                        self.used_in = (slot.interval, BTreeMap::new());
+                    // Only graph VPs run constraints.
+                    if let Some(cpu) = self.cpus.get_mut(vp.index()) {
+                        if cpu.used_in.0 != slot.interval {
+                            cpu.used_in = (slot.interval, BTreeMap::new());
+                        }
+                        *cpu.used_in.1.entry(id).or_default() += ran;
                     }
-                    let u = self.used_in.1.entry(id).or_default();
-                    *u += ran;
                 }
                 Tier::SecondChance(a) => {
                     if let Some(e) = self.second.get_mut(&a) {
@@ -955,11 +1216,20 @@ impl Scheduler for Rialto {
     }
 
     fn msg(&mut self, cx: &mut Cx, from: Sender, msg: &Msg) -> Reply {
-        self.request(cx, from, msg)
+        self.grow(cx);
+        let reply = self.request(cx, from, msg);
+        // A placement or an RPC may move runnable threads between lanes.
+        if self.mode == Multiprocessor::Partitioned {
+            self.want_cpus(cx);
+        }
+        reply
     }
 
     fn sync(&mut self, cx: &mut Cx, event: &SyncEvent<ChildId>) {
         self.platform_sync(cx, event);
+        if self.mode == Multiprocessor::Partitioned {
+            self.want_cpus(cx);
+        }
     }
 
     fn check_invariants(&self) -> Result<(), String> {
@@ -999,8 +1269,8 @@ impl Scheduler for Rialto {
                         s.child
                     ));
                 }
-                if i != GRAPH_VP.index() && s.tier != Tier::Free {
-                    return Err(format!("vp{i} is not the graph VP but runs {:?}", s.tier));
+                if !self.follows_graph(i) && s.tier != Tier::Free {
+                    return Err(format!("vp{i} follows no graph but runs {:?}", s.tier));
                 }
             }
         }
@@ -1011,11 +1281,53 @@ impl Scheduler for Rialto {
                 "activity members {counted:?} do not match the children {members:?}"
             ));
         }
-        for (a, _) in self.graph().grants() {
-            if !self.acts.contains_key(&a) {
-                return Err(format!(
-                    "activity {a} holds a reservation but has no thread"
-                ));
+        if self.mode == Multiprocessor::One && self.cpus.len() != 1 {
+            return Err(format!("{} graphs in mode one", self.cpus.len()));
+        }
+        for (v, cpu) in self.cpus.iter().enumerate() {
+            for (a, _) in cpu.book.graph().grants() {
+                match self.acts.get(&a) {
+                    None => {
+                        return Err(format!(
+                            "activity {a} holds a reservation on vp{v} but has no thread"
+                        ))
+                    }
+                    Some(act) if act.vp.unwrap_or(0) != v => {
+                        return Err(format!(
+                            "activity {a} holds a reservation on vp{v} but is placed on {:?}",
+                            act.vp
+                        ))
+                    }
+                    Some(_) => {}
+                }
+            }
+            for info in cpu.book.open() {
+                if self
+                    .children
+                    .get(info.thread)
+                    .map(|c| self.home(c.activity))
+                    != Some(v)
+                {
+                    return Err(format!(
+                        "constraint {} is in vp{v}'s book but its thread's activity is not there",
+                        info.id
+                    ));
+                }
+            }
+            cpu.book.graph().check_invariants()?;
+            cpu.book.check_invariants()?;
+        }
+        for (&a, act) in &self.acts {
+            match act.vp {
+                Some(_) if self.mode == Multiprocessor::One => {
+                    return Err(format!("activity {a} is placed in mode one"))
+                }
+                Some(v) if v >= self.cpus.len() => {
+                    return Err(format!(
+                        "activity {a} is placed on vp{v}, which has no graph"
+                    ))
+                }
+                _ => {}
             }
         }
         for (name, a) in &self.names {
@@ -1026,7 +1338,7 @@ impl Scheduler for Rialto {
         if self.acts.values().filter(|act| act.name.is_some()).count() != self.names.len() {
             return Err("an activity's name is not indexed".into());
         }
-        for info in self.book.open() {
+        for info in self.cpus.iter().flat_map(|c| c.book.open()) {
             match self.children.get(info.thread) {
                 Some(c) if c.activity == info.activity => {}
                 _ => {
@@ -1065,11 +1377,10 @@ impl Scheduler for Rialto {
             return Err("serial index names threads that left".into());
         }
         self.check_calls()?;
-        if self.served.len() != self.book.open().count() {
+        let open: usize = self.cpus.iter().map(|c| c.book.open().count()).sum();
+        if self.served.len() != open {
             return Err("accounting kept for a closed constraint".into());
         }
-        self.check_queues()?;
-        self.graph().check_invariants()?;
-        self.book.check_invariants()
+        self.check_queues()
     }
 }

@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use hsched_core::{ChildId, Instant};
 
 use super::super::graph::Graph;
-use super::{Activity, Rialto, State};
+use super::{Activity, Lane, Rialto, State};
 
 /// An activity with at least one thread.
 #[derive(Clone, Debug, Default)]
@@ -44,8 +44,11 @@ pub(super) struct Act {
     pub waiting: BTreeSet<(u64, ChildId)>,
     /// Its waiting threads with a pending denied or an open constraint.
     pub marked: BTreeSet<ChildId>,
-    /// Its key in `ready`, while it has a waiting thread.
-    pub queued: Option<u64>,
+    /// Its lane and key in `ready`, while it has a waiting thread.
+    pub queued: Option<(Lane, u64)>,
+    /// The VP it is placed on (partitioned mode, from its first grant to
+    /// its last thread's leaving): its threads run there only.
+    pub vp: Option<usize>,
 }
 
 /// Where the queues hold a runnable child (an idle one has none).
@@ -143,20 +146,23 @@ impl Walk {
 }
 
 impl Rialto {
-    /// Makes `walk` hold the base period of `now` (call on the `&mut`
-    /// paths before selection, which reads it through `interval_at`).
+    /// Makes each graph VP's `walk` hold the base period of `now` (call on
+    /// the `&mut` paths before selection, which reads it through
+    /// `interval_on`).
     pub(super) fn prepare_walk(&mut self, now: Instant) {
-        let Some(base) = self.graph().base_period().map(|b| b.0) else {
-            self.walk = None;
-            return;
-        };
-        let i = now.0 / base;
-        match self.walk.take() {
-            Some(mut w) => {
-                w.advance(self.book.graph(), base, i);
-                self.walk = Some(w);
+        for cpu in &mut self.cpus {
+            let Some(base) = cpu.book.graph().base_period().map(|b| b.0) else {
+                cpu.walk = None;
+                continue;
+            };
+            let i = now.0 / base;
+            match cpu.walk.take() {
+                Some(mut w) => {
+                    w.advance(cpu.book.graph(), base, i);
+                    cpu.walk = Some(w);
+                }
+                None => cpu.walk = Some(Walk::new(cpu.book.graph(), base, i)),
             }
-            None => self.walk = Some(Walk::new(self.book.graph(), base, i)),
         }
     }
 
@@ -171,7 +177,8 @@ impl Rialto {
             activity: c.sched,
             waiting: waiting.then_some(c.turn),
             marked: waiting
-                && (self.denied.contains_key(&child) || self.book.current(child).is_some()),
+                && (self.denied.contains_key(&child)
+                    || self.book_of(child).current(child).is_some()),
         })
     }
 
@@ -190,6 +197,8 @@ impl Rialto {
         if let Some(e) = had {
             let act = self.acts.get_mut(&e.activity).expect("indexed activity");
             act.runnable -= 1;
+            let lane = act.vp;
+            Self::count(&mut self.lane_runnable, lane, 0, 1);
             if let Some(t) = e.waiting {
                 act.waiting.remove(&(t, child));
             }
@@ -210,13 +219,25 @@ impl Rialto {
                 act.turn = self.seq;
             }
             act.runnable += 1;
+            let lane = act.vp;
             if let Some(t) = e.waiting {
                 act.waiting.insert((t, child));
             }
+            Self::count(&mut self.lane_runnable, lane, 1, 0);
             if e.marked {
                 act.marked.insert(child);
             }
             self.requeue(e.activity);
+        }
+    }
+
+    /// Adds `add` to and takes `sub` from `lane`'s runnable count, keeping
+    /// no zero.
+    pub(super) fn count(counts: &mut BTreeMap<Lane, u32>, lane: Lane, add: u32, sub: u32) {
+        let n = counts.entry(lane).or_default();
+        *n = (*n + add).saturating_sub(sub);
+        if *n == 0 {
+            counts.remove(&lane);
         }
     }
 
@@ -228,19 +249,25 @@ impl Rialto {
         }
     }
 
-    /// Puts `a` in `ready` under its turn if it has a waiting thread, and
-    /// takes it out otherwise.
-    fn requeue(&mut self, a: Activity) {
+    /// Puts `a` in its lane of `ready` under its turn if it has a waiting
+    /// thread, and takes it out otherwise (after its turn, its waiting
+    /// threads or its placement changed).
+    pub(super) fn requeue(&mut self, a: Activity) {
         let Some(act) = self.acts.get_mut(&a) else {
             return;
         };
-        let want = (!act.waiting.is_empty()).then_some(act.turn);
+        let want = (!act.waiting.is_empty()).then_some((act.vp, act.turn));
         if want != act.queued {
-            if let Some(t) = act.queued {
-                self.ready.remove(&(t, a));
+            if let Some((lane, t)) = act.queued {
+                if let Some(q) = self.ready.get_mut(&lane) {
+                    q.remove(&(t, a));
+                    if q.is_empty() {
+                        self.ready.remove(&lane);
+                    }
+                }
             }
-            if let Some(t) = want {
-                self.ready.insert((t, a));
+            if let Some((lane, t)) = want {
+                self.ready.entry(lane).or_default().insert((t, a));
             }
             act.queued = want;
         }
@@ -266,8 +293,12 @@ impl Rialto {
                 }
             }
         }
-        let mut ready = BTreeSet::new();
+        let mut ready: BTreeMap<Lane, BTreeSet<(u64, Activity)>> = BTreeMap::new();
+        let mut lanes: BTreeMap<Lane, u32> = BTreeMap::new();
         for (&a, act) in &self.acts {
+            if act.runnable > 0 {
+                *lanes.entry(act.vp).or_default() += act.runnable;
+            }
             let w = want.remove(&a).unwrap_or_default();
             if act.runnable != w.runnable || act.waiting != w.waiting || act.marked != w.marked {
                 return Err(format!(
@@ -275,16 +306,22 @@ impl Rialto {
                     act.runnable, act.waiting, act.marked, w.runnable, w.waiting, w.marked
                 ));
             }
-            let q = (!w.waiting.is_empty()).then_some(act.turn);
+            let q = (!w.waiting.is_empty()).then_some((act.vp, act.turn));
             if act.queued != q {
                 return Err(format!("activity {a} is queued as {:?}", act.queued));
             }
-            if let Some(t) = q {
-                ready.insert((t, a));
+            if let Some((lane, t)) = q {
+                ready.entry(lane).or_default().insert((t, a));
             }
         }
         if !want.is_empty() {
             return Err("a thread is scheduled in a forgotten activity".into());
+        }
+        if lanes != self.lane_runnable {
+            return Err(format!(
+                "runnable per lane {:?}, not {lanes:?}",
+                self.lane_runnable
+            ));
         }
         if ready != self.ready {
             return Err(format!(
@@ -292,14 +329,20 @@ impl Rialto {
                 self.ready
             ));
         }
-        if let Some(w) = &self.walk {
-            let base = self
-                .graph()
-                .base_period()
-                .ok_or("a walk is kept without a base period")?
-                .0;
-            if *w != Walk::new(self.graph(), base, w.first) {
-                return Err(format!("the walk of base period {} is stale", w.first));
+        for (v, cpu) in self.cpus.iter().enumerate() {
+            if let Some(w) = &cpu.walk {
+                let base = cpu
+                    .book
+                    .graph()
+                    .base_period()
+                    .ok_or_else(|| format!("vp{v}: a walk is kept without a base period"))?
+                    .0;
+                if *w != Walk::new(cpu.book.graph(), base, w.first) {
+                    return Err(format!(
+                        "vp{v}: the walk of base period {} is stale",
+                        w.first
+                    ));
+                }
             }
         }
         Ok(())

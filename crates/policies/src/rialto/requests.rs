@@ -5,15 +5,16 @@
 //! module documentation there lists the messages and what they answer.
 
 use hsched_core::{
-    ChildId, Cx, Duration, Instant, Msg, MutexId, ParamKind, ParamSpec, Params, Reply, Scheduler,
-    Sender, SyncEvent, TimerKey, Value, VpState,
+    ChildId, Cx, Duration, Instant, Msg, MutexId, ParamKind, ParamSpec, Params, ParentVp, Reply,
+    Scheduler, Sender, SyncEvent, TimerKey, Value, VpState,
 };
 use std::fmt;
 
 use super::super::constraints::{ConstraintId, ConstraintInfo, Constraints, Rejected, Request};
 use super::super::graph::Graph;
 use super::super::inherit::{InheritError, Wait};
-use super::{dur, Activity, Denied, Rialto, Served, State, Tier, GRAPH_VP};
+use super::super::place::{self, Multiprocessor};
+use super::{dur, Activity, Denied, Rialto, Served, State, Tier};
 
 /// A mutex in the inheritance book: one a program names in its `lock`,
 /// `block_on` and `unlock` messages, or one of the platform's, reported
@@ -117,7 +118,7 @@ impl Rialto {
         }
     }
 
-    /// Replaces the graph: a new book, with the open constraints
+    /// Replaces graph VP `v`'s graph: a new book, with its open constraints
     /// re-admitted in id order (outer before inner), each with what it has
     /// not received yet and what is left of its window. With `keep_promises`
     /// nothing changes if one of them no longer fits, and the error names
@@ -126,12 +127,14 @@ impl Rialto {
     pub(super) fn set_graph(
         &mut self,
         cx: &mut Cx,
+        v: usize,
         graph: Graph<Activity>,
         keep_promises: bool,
     ) -> Result<(), String> {
         let now = cx.now();
         let mut book = Constraints::new(graph, self.horizon);
-        let mut open: Vec<ConstraintInfo<Activity, ChildId>> = self.book.open().copied().collect();
+        let mut open: Vec<ConstraintInfo<Activity, ChildId>> =
+            self.cpus[v].book.open().copied().collect();
         open.sort_by_key(|i| i.id);
         let mut dropped = Vec::new();
         for info in &open {
@@ -156,8 +159,10 @@ impl Rialto {
                 dropped.push(info.id);
             }
         }
-        self.book = book;
-        self.walk = None;
+        let cpu = &mut self.cpus[v];
+        cpu.book = book;
+        cpu.walk = None;
+        cpu.used_in.1.clear();
         for info in &open {
             if dropped.contains(&info.id) {
                 self.served.remove(&info.id);
@@ -169,9 +174,9 @@ impl Rialto {
         for info in open {
             self.reindex(info.thread);
         }
-        self.used_in.1.clear();
-        if matches!(cx.vp_state(GRAPH_VP), VpState::Held(_)) {
-            cx.reschedule(GRAPH_VP);
+        let vp = ParentVp(v as u32);
+        if matches!(cx.vp_state(vp), VpState::Held(_)) {
+            cx.reschedule(vp);
         }
         Ok(())
     }
@@ -180,37 +185,90 @@ impl Rialto {
         let args = args.resolve(&reserve_params())?;
         let activity = self.children[child].activity;
         let pin = self
-            .names
-            .iter()
-            .find(|(_, &a)| a == activity)
-            .and_then(|(name, _)| self.pins.get(name.strip_prefix("s:")?))
+            .acts
+            .get(&activity)
+            .and_then(|act| act.name.as_deref())
+            .and_then(|name| self.pins.get(name.strip_prefix("s:")?))
             .copied();
-        let mut graph = self.graph().clone();
-        let g = graph
-            .reserve_pinned(
-                activity,
-                args.duration("amount"),
-                args.duration("period"),
-                pin,
-            )
-            .map_err(|r| r.to_string())?;
+        let (amount, period) = (args.duration("amount"), args.duration("period"));
+        let (v, graph, g) = match self.mode {
+            Multiprocessor::One => {
+                let mut graph = self.cpus[0].book.graph().clone();
+                let g = graph
+                    .reserve_pinned(activity, amount, period, pin.map(|p| p.pin))
+                    .map_err(|r| r.to_string())?;
+                (0, graph, g)
+            }
+            // The placement rule's one owner, shared with the analysis.
+            Multiprocessor::Partitioned => {
+                let graphs: Vec<Graph<Activity>> =
+                    self.cpus.iter().map(|c| c.book.graph().clone()).collect();
+                let only = match (self.placed_on(activity), pin) {
+                    (Some(v), _) => Some((v, "placed on")),
+                    (None, Some(p)) => Some((p.vp, "pinned to")),
+                    (None, None) => None,
+                };
+                place::place(
+                    &graphs,
+                    self.fit,
+                    only,
+                    activity,
+                    amount,
+                    period,
+                    pin.map(|p| p.pin),
+                )?
+            }
+        };
         // Accepted constraints are promises (Rialto's independence of
         // applications): a reservation may not take their time.
-        self.set_graph(cx, graph, true)?;
-        Ok(Params::new()
+        self.set_graph(cx, v, graph, true)?;
+        let mut reply = Params::new()
             .with("amount", Value::Duration(g.reservation.amount))
             .with("period", Value::Duration(g.reservation.period))
-            .with("rebuilt", Value::Bool(g.rebuilt)))
+            .with("rebuilt", Value::Bool(g.rebuilt));
+        if self.mode == Multiprocessor::Partitioned {
+            self.place_activity(cx, activity, v);
+            reply = reply.with("vp", Value::Int(v as i64));
+        }
+        Ok(reply)
+    }
+
+    /// Places `activity` on graph VP `v` (its first grant): its round-robin
+    /// lane becomes `v`'s, and its threads running elsewhere are re-decided
+    /// so that from now on they run on `v` only. Its constraints need no
+    /// move: an activity without a VP has none (they are refused).
+    fn place_activity(&mut self, cx: &mut Cx, activity: Activity, v: usize) {
+        let Some(act) = self.acts.get_mut(&activity) else {
+            return;
+        };
+        if act.vp == Some(v) {
+            return;
+        }
+        act.vp = Some(v);
+        let n = act.runnable;
+        Self::count(&mut self.lane_runnable, None, 0, n);
+        Self::count(&mut self.lane_runnable, Some(v), n, 0);
+        self.requeue(activity);
+        self.want_cpus(cx);
+        for (i, slot) in self.on_vp.iter().enumerate() {
+            if let Some(s) = slot {
+                if i != v && !self.may_run_on(s.child, i) {
+                    cx.reschedule(ParentVp(i as u32));
+                }
+            }
+        }
     }
 
     fn release(&mut self, cx: &mut Cx, activity: Activity) -> Result<Params, String> {
-        let mut graph = self.graph().clone();
+        // A released activity stays on its VP (a placement is for life).
+        let v = self.home(activity);
+        let mut graph = self.cpus[v].book.graph().clone();
         let r = graph
             .release(activity)
             .ok_or_else(|| "the sender's activity holds no reservation".to_string())?;
         // Releasing only frees time; a constraint of the releasing activity
         // that relied on it may be dropped: its own choice.
-        let _ = self.set_graph(cx, graph, false);
+        let _ = self.set_graph(cx, v, graph, false);
         Ok(Params::new()
             .with("amount", Value::Duration(r.amount))
             .with("period", Value::Duration(r.period)))
@@ -233,6 +291,18 @@ impl Rialto {
         }
         let id = ConstraintId(self.next_constraint);
         let activity = self.children[child].activity;
+        // A constraint is a promise on one CPU's schedule: partitioned, it
+        // is admitted on its activity's VP, and an activity has a VP only
+        // from its first grant (placing it here instead could send its
+        // later `reserve` elsewhere than the analysis's replay foresees).
+        if self.mode == Multiprocessor::Partitioned && self.placed_on(activity).is_none() {
+            return Err(
+                "the sender's activity has no VP yet (multiprocessor = \"partitioned\" admits a \
+                 constraint on its activity's VP, placed by its first granted `reserve`): reserve first"
+                    .into(),
+            );
+        }
+        let v = self.home(activity);
         // What the thread ran before this call belongs to what it ran under
         // then, not to the new constraint.
         self.settle(child, now);
@@ -242,7 +312,7 @@ impl Rialto {
             deadline,
             critical: args.bool("critical"),
         };
-        let acc = match self.book.begin(now, activity, child, id, req) {
+        let acc = match self.cpus[v].book.begin(now, activity, child, id, req) {
             Ok(acc) => acc,
             Err(e) => {
                 // A denied constraint stays pending until `end_constraint`:
@@ -268,7 +338,7 @@ impl Rialto {
         self.preempt_if_needed(cx);
         // The interval assignment (§3.2), e.g. "244ms-248ms 257ms-258ms":
         // what the feasibility analysis set aside, for people to read.
-        let assigned: Vec<String> = self
+        let assigned: Vec<String> = self.cpus[v]
             .book
             .pieces()
             .into_iter()
@@ -287,7 +357,8 @@ impl Rialto {
         let now = cx.now();
         self.settle(child, now);
         let last_denied = self.denied.get(&child).and_then(|v| v.last()).map(|d| d.id);
-        if last_denied.is_some_and(|d| self.book.current(child).is_none_or(|c| c < d)) {
+        let home = self.home(self.children[child].activity);
+        if last_denied.is_some_and(|d| self.cpus[home].book.current(child).is_none_or(|c| c < d)) {
             let v = self.denied.get_mut(&child).expect("present");
             let d = v.pop().expect("present");
             if v.is_empty() {
@@ -299,22 +370,22 @@ impl Rialto {
                 .with("released", Value::Duration(Duration::ZERO))
                 .with("denied", Value::Bool(true)));
         }
-        let id = self
+        let id = self.cpus[home]
             .book
             .current(child)
             .ok_or_else(|| "the sender has no open constraint".to_string())?;
         let taken = self.served.remove(&id).unwrap_or_default().taken;
-        let ended = self
+        let ended = self.cpus[home]
             .book
             .end(id, cx.now(), taken)
             .map_err(|e| format!("{e:?}"))?;
         cx.cancel_timer(timer_key(id));
         self.reindex(child);
-        if let Some(Some(slot)) = self.on_vp.get(GRAPH_VP.index()) {
-            if slot.tier == Tier::Constraint(id)
-                && matches!(cx.vp_state(GRAPH_VP), VpState::Held(_))
-            {
-                cx.reschedule(GRAPH_VP);
+        // Its book is its activity's graph VP's: that VP ran it.
+        let vp = ParentVp(home as u32);
+        if let Some(Some(slot)) = self.on_vp.get(home) {
+            if slot.tier == Tier::Constraint(id) && matches!(cx.vp_state(vp), VpState::Held(_)) {
+                cx.reschedule(vp);
             }
         }
         Ok(Params::new()
@@ -333,7 +404,8 @@ impl Rialto {
         }
         let extra = (now - c.since).saturating_sub(c.flushed);
         c.flushed += extra;
-        if let Some(s) = self
+        let home = self.home(self.children[child].activity);
+        if let Some(s) = self.cpus[home]
             .book
             .current(child)
             .and_then(|id| self.served.get_mut(&id))
@@ -348,9 +420,10 @@ impl Rialto {
 
     /// Ends every open constraint of `child`, innermost first.
     pub(super) fn end_all(&mut self, cx: &mut Cx, child: ChildId) {
-        while let Some(id) = self.book.current(child) {
+        let home = self.home(self.children[child].activity);
+        while let Some(id) = self.cpus[home].book.current(child) {
             let taken = self.served.remove(&id).unwrap_or_default().taken;
-            let _ = self.book.end(id, cx.now(), taken);
+            let _ = self.cpus[home].book.end(id, cx.now(), taken);
             cx.cancel_timer(timer_key(id));
         }
         self.reindex(child);
@@ -400,15 +473,19 @@ impl Rialto {
     /// chain": re-decides the graph VP if `child` ran there for someone
     /// else's constraint.
     fn end_inherited_run(&mut self, cx: &mut Cx, child: ChildId) {
-        if let Some(Some(slot)) = self.on_vp.get(GRAPH_VP.index()) {
-            let inherited = match slot.tier {
-                Tier::Constraint(c) => self.book.get(c).is_some_and(|i| i.thread != slot.child),
-                _ => false,
-            };
-            if slot.child == child && inherited && matches!(cx.vp_state(GRAPH_VP), VpState::Held(_))
-            {
-                cx.reschedule(GRAPH_VP);
-            }
+        let State::Running(vp) = self.children[child].state else {
+            return;
+        };
+        let (Some(Some(slot)), Some(cpu)) = (self.on_vp.get(vp.index()), self.cpus.get(vp.index()))
+        else {
+            return;
+        };
+        let inherited = match slot.tier {
+            Tier::Constraint(c) => cpu.book.get(c).is_some_and(|i| i.thread != slot.child),
+            _ => false,
+        };
+        if slot.child == child && inherited && matches!(cx.vp_state(vp), VpState::Held(_)) {
+            cx.reschedule(vp);
         }
     }
 
@@ -612,30 +689,45 @@ impl Rialto {
     /// Re-decides the graph VP if `child` runs there for a reason that a
     /// call or a reply just ended: it left the activity of a rule-3 or
     /// rule-4 pick, or the constraint it inherited no longer leads to it.
+    ///
+    /// On any VP: re-decides it if `child` is now scheduled in an activity
+    /// placed on another VP (an RPC server joining or leaving a placed
+    /// caller's activity), so that it runs on that VP only.
     fn recheck_graph_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        if !matches!(cx.vp_state(GRAPH_VP), VpState::Held(_)) {
+        let State::Running(vp) = self.children[child].state else {
+            return;
+        };
+        let v = vp.index();
+        if !matches!(cx.vp_state(vp), VpState::Held(_)) {
             return;
         }
-        let Some(Some(slot)) = self.on_vp.get(GRAPH_VP.index()).copied() else {
+        let Some(Some(slot)) = self.on_vp.get(v).copied() else {
             return;
         };
         if slot.child != child {
+            return;
+        }
+        if !self.may_run_on(child, v) {
+            cx.reschedule(vp);
+            return;
+        }
+        if !self.follows_graph(v) {
             return;
         }
         let now = cx.now();
         self.prepare_walk(now);
         let sched = self.children[child].sched;
         let stale = match slot.tier {
-            Tier::Activity => self.node(now).2 != Some(sched),
+            Tier::Activity => self.node(v, now).2 != Some(sched),
             Tier::SecondChance(a) => a != sched,
-            Tier::Constraint(c) => self
+            Tier::Constraint(c) => self.cpus[v]
                 .book
                 .get(c)
                 .is_none_or(|i| i.thread != child && self.chain_end(i.thread) != Some(child)),
             Tier::Free => false,
         };
         if stale {
-            cx.reschedule(GRAPH_VP);
+            cx.reschedule(vp);
         }
     }
 

@@ -7,7 +7,9 @@ use hsched_core::{ChildId, Cx, Duration, Instant, VpState};
 
 use super::super::constraints::ConstraintId;
 use super::super::inherit::Wait;
-use super::{Activity, Rialto, SecondChance, State, Tier, GRAPH_VP};
+use hsched_core::ParentVp;
+
+use super::{Activity, Rialto, SecondChance, State, Tier};
 
 /// A choice: who runs, why, until when, and the node it was chosen in.
 pub(super) struct Pick {
@@ -19,18 +21,21 @@ pub(super) struct Pick {
 
 impl Rialto {
     /// Rule 1: "If the time remaining in the current node is below a minimum
-    /// threshold, select the next node." The node holding `now`, or the next
-    /// one when less than `threshold` of it is left: `(start, end, activity)`.
-    pub(super) fn node(&self, now: Instant) -> (Instant, Instant, Option<Activity>) {
+    /// threshold, select the next node." The node of graph VP `v` holding
+    /// `now`, or the next one when less than `threshold` of it is left:
+    /// `(start, end, activity)`.
+    pub(super) fn node(&self, v: usize, now: Instant) -> (Instant, Instant, Option<Activity>) {
         debug_assert!(
-            self.graph()
+            self.cpus.get(v).is_none_or(|c| c
+                .book
+                .graph()
                 .base_period()
-                .is_none_or(|b| self.walk.as_ref().is_some_and(|w| w.covers(b.0, now))),
+                .is_none_or(|b| c.walk.as_ref().is_some_and(|w| w.covers(b.0, now)))),
             "selection without the walk of {now}'s base period"
         );
-        let (s, e, a) = self.interval_at(now);
+        let (s, e, a) = self.interval_on(v, now);
         if !self.threshold.is_zero() && e != Instant::NEVER && e - now < self.threshold {
-            let (_, e2, a2) = self.interval_at(e);
+            let (_, e2, a2) = self.interval_on(v, e);
             // The next node starts now: its start names it.
             return (e, e2, a2);
         }
@@ -54,30 +59,34 @@ impl Rialto {
 
     /// Rule 2: "If the node has an active interval assignment, execute the
     /// constraint with the earliest deadline." The earliest-deadline
-    /// constraint with assigned time left in the node whose thread (or, if
-    /// it is blocked on a mutex or in a call, the end of its inheritance
-    /// chain) waits. `assigned_in` hands over the node's constraints in EDF
+    /// constraint of graph VP `v` with assigned time left in the node whose
+    /// thread (or, if it is blocked on a mutex or in a call, the end of its
+    /// inheritance chain) waits and may run on `v` (a thread scheduled in an
+    /// activity placed on another VP never runs here, inherited time
+    /// included). `assigned_in` hands over the node's constraints in EDF
     /// order with what each owns there, so nothing is looked up twice.
     pub(super) fn best_constraint(
         &self,
+        v: usize,
         now: Instant,
         start: Instant,
         end: Instant,
     ) -> Option<(ChildId, ConstraintId, Duration)> {
-        self.book
-            .assigned_in(start, end)
+        let book = &self.cpus.get(v)?.book;
+        book.assigned_in(start, end)
             .into_iter()
             .find_map(|(c, assigned)| {
-                let thread = self.book.get(c)?.thread;
+                let thread = book.get(c)?.thread;
                 let runner = match self.children.get(thread)?.state {
                     State::Waiting => thread,
                     State::Idle => self.chain_end(thread).filter(|&r| r != thread)?,
                     State::Running(_) => return None,
                 };
-                if self.children.get(runner)?.state != State::Waiting {
+                if self.children.get(runner)?.state != State::Waiting || !self.may_run_on(runner, v)
+                {
                     return None;
                 }
-                let left = self.available(c, now, start, assigned);
+                let left = self.available(v, c, now, start, assigned);
                 (!left.is_zero()).then_some((runner, c, left))
             })
     }
@@ -110,8 +119,9 @@ impl Rialto {
             .marked
             .iter()
             .filter_map(|&id| {
-                let c = self.book.current(id)?;
-                let info = self.book.get(c)?;
+                let book = self.book_of(id);
+                let c = book.current(id)?;
+                let info = book.get(c)?;
                 let served = self.served.get(&c).copied().unwrap_or_default();
                 (served.since_admitted >= info.guaranteed || info.deadline <= now)
                     .then_some((info.deadline, id))
@@ -123,14 +133,19 @@ impl Rialto {
         act.waiting.first().map(|&(_, id)| id)
     }
 
-    /// Rule 4's candidate: an activity of the second-chance queue that has
-    /// a waiting thread, has not reached its next node yet and has time to
-    /// make up (the oldest entry first), with the time left to make up.
-    pub(super) fn second_chance(&self, now: Instant) -> Option<(Activity, ChildId, Duration)> {
+    /// Rule 4's candidate on graph VP `v`: an activity of the second-chance
+    /// queue whose graph is `v`'s, that has a waiting thread, has not
+    /// reached its next node yet and has time to make up (the oldest entry
+    /// first), with the time left to make up.
+    pub(super) fn second_chance(
+        &self,
+        v: usize,
+        now: Instant,
+    ) -> Option<(Activity, ChildId, Duration)> {
         let mut queue: Vec<_> = self
             .second
             .iter()
-            .filter(|(_, e)| now < e.expires && !e.lost.is_zero())
+            .filter(|(&a, e)| now < e.expires && !e.lost.is_zero() && self.home(a) == v)
             .map(|(&a, e)| (e.since, a, e.lost))
             .collect();
         queue.sort();
@@ -139,22 +154,28 @@ impl Rialto {
             .find_map(|(_, a, lost)| Some((a, self.pick_in(a, now)?, lost)))
     }
 
-    /// Rule 5's activity: the one first in the round-robin queue of
-    /// activities among those with a waiting thread.
-    pub(super) fn next_activity(&self) -> Option<Activity> {
-        self.ready.first().map(|&(_, a)| a)
+    /// Rule 5's activity on VP `v`: the one first in the round-robin queue
+    /// of activities among those with a waiting thread that may run on `v`
+    /// (not placed, or placed on `v`): the earlier turn of the heads of the
+    /// two lanes.
+    pub(super) fn next_activity(&self, v: usize) -> Option<Activity> {
+        let head = |lane| self.ready.get(&lane).and_then(|q| q.first()).copied();
+        match (head(None), head(Some(v))) {
+            (Some(x), Some(y)) => Some(x.min(y).1),
+            (x, y) => x.or(y).map(|(_, a)| a),
+        }
     }
 
-    /// §4.6 on the graph VP: the first rule that yields a thread.
-    pub(super) fn pick_graph(&self, now: Instant) -> Option<Pick> {
-        let (node, end, act) = self.node(now);
+    /// §4.6 on graph VP `v`: the first rule that yields a thread.
+    pub(super) fn pick_graph(&self, v: usize, now: Instant) -> Option<Pick> {
+        let (node, end, act) = self.node(v, now);
         let pick = |child, tier, until| Pick {
             child,
             tier,
             until,
             node,
         };
-        if let Some((child, c, left)) = self.best_constraint(now, node, end) {
+        if let Some((child, c, left)) = self.best_constraint(v, now, node, end) {
             return Some(pick(
                 child,
                 Tier::Constraint(c),
@@ -169,19 +190,19 @@ impl Rialto {
         }
         // Rule 4: "Else if a briefly blocked activity has become runnable,
         // chose a thread within it to run in the manner of the previous step."
-        if let Some((a, child, lost)) = self.second_chance(now) {
+        if let Some((a, child, lost)) = self.second_chance(v, now) {
             let until = now.saturating_add(lost).min(slice);
             return Some(pick(child, Tier::SecondChance(a), until));
         }
         // Rule 5: "Else use the CPU interval for the round-robin queue of
         // activities, choosing a thread as previously described."
-        let a = self.next_activity()?;
+        let a = self.next_activity(v)?;
         Some(pick(self.pick_in(a, now)?, Tier::Free, slice))
     }
 
-    /// Rule 5 alone, for the other VPs (they do not follow the graph).
-    pub(super) fn pick_free(&self, now: Instant) -> Option<Pick> {
-        let a = self.next_activity()?;
+    /// Rule 5 alone, for the VPs that follow no graph (mode `one`).
+    pub(super) fn pick_free(&self, v: usize, now: Instant) -> Option<Pick> {
+        let a = self.next_activity(v)?;
         Some(Pick {
             child: self.pick_in(a, now)?,
             tier: Tier::Free,
@@ -190,21 +211,25 @@ impl Rialto {
         })
     }
 
-    /// How urgent a choice is, smaller first: its rule, then, among
-    /// constraints, the earlier deadline (EDF, §3.3).
-    pub(super) fn urgency(&self, tier: Tier) -> (u8, Instant) {
+    /// How urgent a choice on graph VP `v` is, smaller first: its rule,
+    /// then, among constraints, the earlier deadline (EDF, §3.3).
+    pub(super) fn urgency(&self, v: usize, tier: Tier) -> (u8, Instant) {
         let deadline = match tier {
-            Tier::Constraint(c) => self.book.get(c).map_or(Instant::NEVER, |i| i.deadline),
+            Tier::Constraint(c) => self
+                .cpus
+                .get(v)
+                .and_then(|cpu| cpu.book.get(c))
+                .map_or(Instant::NEVER, |i| i.deadline),
             _ => Instant::NEVER,
         };
         (tier.rank(), deadline)
     }
 
-    /// Whether a waiting child would now be chosen on the graph VP ahead
+    /// Whether a waiting child would now be chosen on graph VP `v` ahead
     /// of `running`: by a better rule, or by an earlier constraint deadline.
-    pub(super) fn waiting_outranks(&self, now: Instant, running: Tier) -> bool {
-        self.pick_graph(now)
-            .is_some_and(|p| self.urgency(p.tier) < self.urgency(running))
+    pub(super) fn waiting_outranks(&self, v: usize, now: Instant, running: Tier) -> bool {
+        self.pick_graph(v, now)
+            .is_some_and(|p| self.urgency(v, p.tier) < self.urgency(v, running))
     }
 }
 
@@ -214,7 +239,8 @@ impl Rialto {
     /// reserved for it enters the second-chance queue with the rest of the
     /// node, until its next node starts.
     pub(super) fn note_blocked(&mut self, cx: &mut Cx, a: Activity) {
-        if !matches!(cx.vp_state(GRAPH_VP), VpState::Held(_)) {
+        let v = self.home(a);
+        if !matches!(cx.vp_state(ParentVp(v as u32)), VpState::Held(_)) {
             return;
         }
         if self.acts.get(&a).is_some_and(|act| act.runnable > 0) {
@@ -222,11 +248,11 @@ impl Rialto {
         }
         let now = cx.now();
         self.prepare_walk(now);
-        let (_, end, act) = self.interval_at(now);
+        let (_, end, act) = self.interval_on(v, now);
         if act != Some(a) || end <= now {
             return;
         }
-        let expires = self.next_node_of(a, end);
+        let expires = self.next_node_of(v, a, end);
         let e = self.second.entry(a).or_insert(SecondChance {
             lost: Duration::ZERO,
             expires,
@@ -242,21 +268,26 @@ impl Rialto {
         e.lost += end - now;
     }
 
-    /// The start of the first node of `a` at or after `from`: in the walk
-    /// kept for decisions when it holds one (a reservation of the base
-    /// period always does), else by walking up to a hyperperiod.
-    fn next_node_of(&self, a: Activity, from: Instant) -> Instant {
-        let Some(base) = self.graph().base_period().map(|b| b.0) else {
+    /// The start of the first node of `a` at or after `from` in graph VP
+    /// `v`'s graph: in the walk kept for decisions when it holds one (a
+    /// reservation of the base period always does), else by walking up to
+    /// a hyperperiod.
+    fn next_node_of(&self, v: usize, a: Activity, from: Instant) -> Instant {
+        let Some(cpu) = self.cpus.get(v) else {
             return Instant::NEVER;
         };
-        if let Some(t) = self.walk.as_ref().and_then(|w| w.next_of(base, a, from)) {
+        let graph = cpu.book.graph();
+        let Some(base) = graph.base_period().map(|b| b.0) else {
+            return Instant::NEVER;
+        };
+        if let Some(t) = cpu.walk.as_ref().and_then(|w| w.next_of(base, a, from)) {
             return t;
         }
-        let periods = self.graph().hyperperiod().map_or(1, |h| h.0 / base) + 1;
+        let periods = graph.hyperperiod().map_or(1, |h| h.0 / base) + 1;
         let first = from.0 / base;
         for i in first..=first.saturating_add(periods) {
             let mut t = i * base;
-            for iv in self.graph().period(i) {
+            for iv in graph.period(i) {
                 if iv.activity == Some(a) && t >= from.0 {
                     return Instant(t);
                 }
