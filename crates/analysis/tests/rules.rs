@@ -872,14 +872,24 @@ fn res_on_several_cpus_labels_what_its_multiprocessor_admission_lets_in() {
                 );
             } else {
                 assert_eq!(label(&a, "r", &name), format!("RESBH {am}, {p}"), "{fit}");
-                assert!(edge(&a, "r", &name).why.as_deref().unwrap().contains("partitioned"));
+                assert!(edge(&a, "r", &name)
+                    .why
+                    .as_deref()
+                    .unwrap()
+                    .contains("partitioned"));
             }
         }
         assert!(a.composes(), "{fit}: {:?}", a.problems);
-        assert_eq!(messages(&a, Severity::Warning).len(), usize::from(refused.is_some()));
+        assert_eq!(
+            messages(&a, Severity::Warning).len(),
+            usize::from(refused.is_some())
+        );
     }
     // A scheduler child refused is an error: three of 6/10 on 2 CPUs.
-    let own = [("multiprocessor", text("partitioned")), ("fit", text("worst"))];
+    let own = [
+        ("multiprocessor", text("partitioned")),
+        ("fit", text("worst")),
+    ];
     let six = [("amount", ms(6)), ("period", ms(10))];
     let a = scenario(2)
         .sched("r", "res", &own, &[])
@@ -901,9 +911,18 @@ fn res_on_several_cpus_labels_what_its_multiprocessor_admission_lets_in() {
         .thread("d", "r", &[("amount", ms(2)), ("period", ms(10))])
         .thread("e", "r", &[("amount", ms(1)), ("period", ms(10))])
         .analyse();
-    for (t, l) in [("a", "RESBH 5, 10"), ("b", "RESBH 5, 10"), ("c", "RESBH 4, 10"), ("e", "RESBH 1, 10")] {
+    for (t, l) in [
+        ("a", "RESBH 5, 10"),
+        ("b", "RESBH 5, 10"),
+        ("c", "RESBH 4, 10"),
+        ("e", "RESBH 1, 10"),
+    ] {
         assert_eq!(label(&a, "r", t), l);
-        assert!(edge(&a, "r", t).why.as_deref().unwrap().contains("Goossens-Funk-Baruah"));
+        assert!(edge(&a, "r", t)
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("Goossens-Funk-Baruah"));
     }
     assert!(edge(&a, "r", "d").refused);
     let why = edge(&a, "r", "d").why.clone().unwrap();
@@ -943,21 +962,25 @@ fn res_on_several_cpus_labels_what_its_multiprocessor_admission_lets_in() {
 /// an error naming the supported modes and the reason.
 #[test]
 fn dbs_on_several_cpus_is_partitioned_or_one() {
-    let reserve = vec![msg(
-        "reserve",
-        &[("amount", ms(5)), ("deadline", ms(10))],
-    )];
+    let reserve = vec![msg("reserve", &[("amount", ms(5)), ("deadline", ms(10))])];
     let a = scenario(2)
         .sched("d", "dbs", &[("multiprocessor", text("partitioned"))], &[])
         .thread_with("t", "d", &[], None, reserve.clone())
         .analyse();
     assert_eq!(label(&a, "d", "t"), "NULL");
-    assert!(edge(&a, "d", "t").why.as_deref().unwrap().contains("on every VP"));
+    assert!(edge(&a, "d", "t")
+        .why
+        .as_deref()
+        .unwrap()
+        .contains("on every VP"));
     assert!(a.composes());
     let a = scenario(2)
         .sched("d", "dbs", &[("multiprocessor", text("global"))], &[])
         .thread_with("t", "d", &[], None, reserve)
         .analyse();
     let e = only_error(&a);
-    assert!(e.contains("one-off") && e.contains("\"one\", \"partitioned\""), "{e}");
+    assert!(
+        e.contains("one-off") && e.contains("\"one\", \"partitioned\""),
+        "{e}"
+    );
 }

@@ -6,7 +6,10 @@ mod common;
 use common::{hsched, text};
 
 fn scenario(policy: &str, params: &str) -> std::path::PathBuf {
-    let path = common::tmp("cli-multiprocessor", &format!("{policy}-{}.toml", params.len()));
+    let path = common::tmp(
+        "cli-multiprocessor",
+        &format!("{policy}-{}.toml", params.len()),
+    );
     let body = format!(
         "name = \"mp\"\nhorizon = \"100ms\"\ndefault = \"r\"\n[machine]\ncpus = 2\n\n\
          [[scheduler]]\nname = \"r\"\npolicy = \"{policy}\"\n{params}\n\n\
@@ -24,8 +27,16 @@ fn bad_multiprocessor_or_fit_exits_2_naming_the_supported_values() {
             "multiprocessor = \"several\"",
             &["res", "\"one\", \"partitioned\", \"global\""][..],
         ),
-        ("res", "multiprocessor = \"partitioned\"\nfit = \"best\"", &["`fit`", "\"first\" or \"worst\""][..]),
-        ("dbs", "multiprocessor = \"global\"", &["dbs", "one-off", "\"one\", \"partitioned\""][..]),
+        (
+            "res",
+            "multiprocessor = \"partitioned\"\nfit = \"best\"",
+            &["`fit`", "\"first\" or \"worst\""][..],
+        ),
+        (
+            "dbs",
+            "multiprocessor = \"global\"",
+            &["dbs", "one-off", "\"one\", \"partitioned\""][..],
+        ),
     ] {
         let file = scenario(policy, params);
         let out = hsched(&["sim", file.to_str().unwrap()]);

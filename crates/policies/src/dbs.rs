@@ -71,6 +71,17 @@
 //! child always runs), so it is never behind the one-CPU EDF schedule,
 //! which meets `D`. Extra CPUs serve reservations sooner and run the rest.
 //!
+//! **Several VPs** (parameter `multiprocessor`): `"one"` (default) is the
+//! above, admitting one CPU's worth. `"partitioned"`: one uniprocessor
+//! `dbs` per VP ([`partitioned`]); a thread is placed on one VP by `fit`
+//! (`"first"`: the lowest-index VP whose demand-bound test passes with its
+//! window; `"worst"`: the one whose peak demand/interval after it is lowest)
+//! when it asks for a reservation holding none, and runs only there; each
+//! VP holding ALL meets its reservations as one CPU does. `"global"` is
+//! refused: the reservations are one-off windows, the Goossens-Funk-Baruah
+//! bound is proven for periodic tasks, and no published global-EDF test for
+//! such job sets is implemented.
+//!
 //! **Limits.** Admission counts a single CPU's capacity (conservative with
 //! several VPs) and trusts the parent to provide it: under a parent that
 //! withholds the CPU, reservations can miss. A reservation's amount is
@@ -104,7 +115,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
           deadline first until served or past their deadline; then (`overrun`, default \
           true) served ones whose thread goes on, EDF until their deadline; leftover time \
           goes round-robin (`quantum`). `cancel` drops the sender's reservations. Holding \
-          one CPU throughout, every accepted reservation of a runnable thread is met.",
+          one CPU throughout, every accepted reservation of a runnable thread is met. On \
+          several VPs, `multiprocessor`: \"one\" (default; one CPU's worth) or \
+          \"partitioned\" (a thread placed on one VP by `fit` = \"first\" or \"worst\" at \
+          its first reservation, admitted and run there only); \"global\" is refused: no \
+          published test for one-off windows.",
     params,
     child_params: Vec::new,
     build,

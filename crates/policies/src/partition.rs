@@ -77,8 +77,8 @@ impl Mode {
             "worst" => Fit::Worst,
             other => {
                 return Err(format!(
-                    "{policy}: `fit` = {other:?} is not a placement: expected \"first\" or \"worst\""
-                ))
+                "{policy}: `fit` = {other:?} is not a placement: expected \"first\" or \"worst\""
+            ))
             }
         };
         let mode = match multiprocessor.trim() {
@@ -337,7 +337,10 @@ impl<S: Scheduler + Clone> Parts<S> {
         }
         for (child, k) in self.kids.iter() {
             let Some(s) = self.subs.get(k.vp as usize) else {
-                return Err(format!("{child} is placed on VP {}, which is not held", k.vp));
+                return Err(format!(
+                    "{child} is placed on VP {}, which is not held",
+                    k.vp
+                ));
             };
             if !holds(s, child) {
                 return Err(format!("{child} is placed on VP {} but not there", k.vp));

@@ -73,11 +73,28 @@
 //! the announced deadlines, the same holds in the slower processor's time.
 //! Without a tick these are exact to the nanosecond.
 //!
+//! **Several VPs** (parameter `multiprocessor`, which needs `rate = 1`):
+//! - `"one"` (default): global EDF, admission still one CPU's worth
+//!   (safe: each child runs on one CPU at a time; what the other VPs bring
+//!   is extra, not promised).
+//! - `"partitioned"`: one uniprocessor `res` per VP, each child placed on
+//!   one VP by `fit` (`"first"`: the lowest-index VP whose utilizations stay
+//!   at most 1 with it; `"worst"`: the least loaded after it, ties to the
+//!   lowest index), re-placed by a `reserve`, and running only there
+//!   ([`partitioned`]). Holding ALL on every VP, each child gets its RESBH
+//!   (or RESU) as on one CPU. No migration: nothing is proven for it.
+//! - `"global"`: global EDF (the m earliest deadlines with budget run, m the
+//!   VPs held), admitted by the Goossens-Funk-Baruah bound (Real-Time
+//!   Systems 25(2-3), 2003): a set with `Σu <= m - (m-1) u_max` meets every
+//!   deadline under global EDF on m identical processors (`u = C/min(D, T)`
+//!   in the density form; here `amount/period` or a RESU `rate`). Each
+//!   window of a child's server is a job due at the window's end with at
+//!   most `u` times its length (a late wake-up gets only its share of the
+//!   rest), so, holding ALL on every VP, each child gets its RESBH.
+//!
 //! **Limits.** With a platform tick a run may pass its budget by up to a
 //! tick; the overrun is taken from the child's next jobs (so a window may
-//! hold `amount + tick`, and the average stays right). With several VPs
-//! it is global EDF and admission still counts one CPU (safe: each child
-//! runs on one CPU at a time). A child that blocks and wakes within a
+//! hold `amount + tick`, and the average stays right). A child that blocks and wakes within a
 //! window gets only the share of the rest of it. A new `reserve` starts a
 //! new grid: in the window it was made the child may get the old budget's
 //! use plus the new one. Context-switch overhead is not charged to a
@@ -111,7 +128,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
           exactly. Own `rate`: the speed of the processor it runs on (under a RESU r \
           parent), in whose time amounts are counted; below 1 it announces its own \
           earliest deadline to its parent. Messages: reserve, release, deadline, info. \
-          A soft reservation is a `res` plus a `join` (section 5.4).",
+          A soft reservation is a `res` plus a `join` (section 5.4). On several VPs, \
+          `multiprocessor`: \"one\" (default; admits one CPU's worth), \"partitioned\" \
+          (each child placed on one VP by `fit` = \"first\" or \"worst\", admitted there, \
+          never migrated: RESBH per VP when each VP gets ALL) or \"global\" (global EDF \
+          admitted by the Goossens-Funk-Baruah bound sum u <= m - (m-1) u_max).",
     params,
     child_params,
     build,

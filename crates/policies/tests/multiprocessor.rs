@@ -63,11 +63,19 @@ fn modes_and_fits_are_read_strictly() {
     assert!(build("res", "partitioned", "worst").is_ok());
     assert!(build("res", "global", "first").is_ok());
     let e = build("res", "several", "first").unwrap_err();
-    assert!(e.contains("res") && e.contains("\"one\", \"partitioned\", \"global\""), "{e}");
+    assert!(
+        e.contains("res") && e.contains("\"one\", \"partitioned\", \"global\""),
+        "{e}"
+    );
     let e = build("res", "partitioned", "best").unwrap_err();
-    assert!(e.contains("`fit`") && e.contains("\"first\" or \"worst\""), "{e}");
+    assert!(
+        e.contains("`fit`") && e.contains("\"first\" or \"worst\""),
+        "{e}"
+    );
     // `worst` places children of a partitioned scheduler only.
-    assert!(build("res", "global", "worst").unwrap_err().contains("partitioned mode only"));
+    assert!(build("res", "global", "worst")
+        .unwrap_err()
+        .contains("partitioned mode only"));
     assert!(build("dbs", "partitioned", "first").is_ok());
     let e = build("dbs", "global", "first").unwrap_err();
     assert!(
@@ -91,7 +99,10 @@ fn modes_and_fits_are_read_strictly() {
 fn first_fit_and_worst_fit_place_as_stated() {
     let asks = [(6, 10), (5, 10), (4, 10), (3, 10), (2, 10)];
     for (fit, want) in [
-        (Fit::First, vec![Some(0), Some(1), Some(0), Some(1), Some(1)]),
+        (
+            Fit::First,
+            vec![Some(0), Some(1), Some(0), Some(1), Some(1)],
+        ),
         (Fit::Worst, vec![Some(0), Some(1), Some(1), Some(0), None]),
     ] {
         let mut h = Harness::new(Box::new(ResParts::new(fit)), 2, Parent::Root);
@@ -170,9 +181,16 @@ fn partitioned_res_fills_each_vp_and_keeps_every_window() {
 /// amount in every window (its server's deadlines are met).
 #[test]
 fn global_res_admits_up_to_the_density_bound_and_meets_every_window() {
-    let cases: [(u32, &[(u64, u64)], (u64, u64), Option<(u64, u64)>); 2] = [
+    /// (VPs, admitted, refused, admitted after the refusal).
+    type Case<'a> = (u32, &'a [(u64, u64)], (u64, u64), Option<(u64, u64)>);
+    let cases: [Case; 2] = [
         (2, &[(5, 10), (5, 10), (4, 10)], (2, 10), Some((1, 10))),
-        (4, &[(5, 10), (5, 10), (5, 10), (5, 10), (5, 10)], (1, 10), None),
+        (
+            4,
+            &[(5, 10), (5, 10), (5, 10), (5, 10), (5, 10)],
+            (1, 10),
+            None,
+        ),
     ];
     for (vps, admitted, refused, last) in cases {
         let mut h = Harness::new(Box::new(Res::new(Rate::ONE).global()), vps, Parent::Root);
@@ -231,9 +249,15 @@ fn partitioned_dbs_places_reservations_by_fit() {
         );
         // a: 8ms in [0, 10]: VP0 (first: lowest that passes; worst: 8/10
         // on either, tie to VP0).
-        assert!(matches!(h.message(Some(a), &reserve(0, 8, 10)), Reply::Ok(_)));
+        assert!(matches!(
+            h.message(Some(a), &reserve(0, 8, 10)),
+            Reply::Ok(_)
+        ));
         // b: 6ms: VP0 would need 14ms in 10ms; VP1 passes.
-        assert!(matches!(h.message(Some(b), &reserve(0, 6, 10)), Reply::Ok(_)));
+        assert!(matches!(
+            h.message(Some(b), &reserve(0, 6, 10)),
+            Reply::Ok(_)
+        ));
         // c: 3ms: VP0 11ms > 10ms; VP1 9ms: VP1, under both fits.
         let r = h.message(Some(c), &reserve(0, 3, 10));
         assert!(matches!(r, Reply::Ok(_)), "{r:?}");
@@ -287,13 +311,22 @@ fn partitioned_dbs_worst_fit_takes_the_least_loaded_vp() {
         );
         let a = h.register(&Params::new()).unwrap(); // VP0
         let b = h.register(&Params::new()).unwrap(); // VP1
-        assert!(matches!(h.message(Some(a), &reserve(0, 6, 10)), Reply::Ok(_)));
+        assert!(matches!(
+            h.message(Some(a), &reserve(0, 6, 10)),
+            Reply::Ok(_)
+        ));
         // b: 4ms: first-fit VP0 (10/10); worst-fit VP1 (4/10). Keep it on
         // VP1 either way: reserve 5ms, which VP0 cannot take.
-        assert!(matches!(h.message(Some(b), &reserve(0, 5, 10)), Reply::Ok(_)));
+        assert!(matches!(
+            h.message(Some(b), &reserve(0, 5, 10)),
+            Reply::Ok(_)
+        ));
         assert_eq!(h.sched().home(b), Some(1));
         let c = h.register(&Params::new()).unwrap();
-        assert!(matches!(h.message(Some(c), &reserve(0, 2, 10)), Reply::Ok(_)));
+        assert!(matches!(
+            h.message(Some(c), &reserve(0, 2, 10)),
+            Reply::Ok(_)
+        ));
         // first: VP0 passes (8/10); worst: VP1 after 7/10 < VP0 after 8/10.
         assert_eq!(h.sched().home(c), Some(want), "{fit:?}");
     }

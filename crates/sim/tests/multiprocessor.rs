@@ -109,12 +109,7 @@ fn refusals(r: &RunResult) -> Vec<&str> {
 /// CPU-bound thread gets exactly its amount in every window of its grid
 /// (from 0) over the 400ms run: a basic, hard reservation kept. Returns
 /// the run.
-fn check(
-    scn: &Scenario,
-    admitted: &[(&str, u64, u64)],
-    refused: &str,
-    why: &[&str],
-) -> RunResult {
+fn check(scn: &Scenario, admitted: &[(&str, u64, u64)], refused: &str, why: &[&str]) -> RunResult {
     let a = analyse(scn, &RuleBook::standard());
     for &(t, am, p) in admitted {
         let e = a.edge(Some("r"), t).unwrap();
@@ -147,19 +142,22 @@ fn partitioned_res_admits_a_full_cpu_per_vp_and_keeps_every_label() {
         let mut threads = Vec::new();
         let mut admitted = Vec::new();
         let names: Vec<String> = (0..3 * cpus).map(|i| format!("t{i}")).collect();
-        for i in 0..cpus as usize {
-            threads.push(thread(&names[i], "r", rsv(7, 10), forever()));
-            admitted.push((names[i].as_str(), 7, 10));
-        }
-        for i in cpus as usize..3 * cpus as usize {
-            threads.push(thread(&names[i], "r", rsv(3, 20), forever()));
-            admitted.push((names[i].as_str(), 3, 20));
+        for (i, name) in names.iter().enumerate() {
+            // The first `cpus` ask 7/10, the rest 3/20.
+            let (a, p) = if i < cpus as usize { (7, 10) } else { (3, 20) };
+            threads.push(thread(name, "r", rsv(a, p), forever()));
+            admitted.push((name.as_str(), a, p));
         }
         let mp = root("res", &[("multiprocessor", "partitioned")]);
         let mut with_extra = threads.clone();
         with_extra.push(thread("extra", "r", rsv(1, 10), forever()));
         let scn = scenario(cpus, mp.clone(), with_extra);
-        check(&scn, &admitted, "extra", &["fits on none", "VP 0 holds 1/1"]);
+        check(
+            &scn,
+            &admitted,
+            "extra",
+            &["fits on none", "VP 0 holds 1/1"],
+        );
         // Without the refused thread (whose fallback puts a `machine` fp
         // above `r`, which then picks the CPU of each of r's VPs), r is
         // the root: its VP k is CPU k, and no thread changes CPU.
@@ -181,7 +179,10 @@ fn partitioned_res_admits_a_full_cpu_per_vp_and_keeps_every_label() {
 #[test]
 fn worst_fit_places_otherwise_than_first_fit() {
     let asks = [(6, 10), (5, 10), (4, 10), (3, 10), (2, 10)];
-    for (fit, cpus_of, refused) in [("first", [0u32, 1, 0, 1], false), ("worst", [0, 1, 1, 0], true)] {
+    for (fit, cpus_of, refused) in [
+        ("first", [0u32, 1, 0, 1], false),
+        ("worst", [0, 1, 1, 0], true),
+    ] {
         let threads: Vec<ThreadSpec> = asks
             .iter()
             .enumerate()
@@ -230,8 +231,7 @@ fn global_res_admits_up_to_the_density_bound_and_keeps_every_label() {
             .map(|&(n, a, p)| thread(n, "r", rsv(a, p), forever()))
             .collect();
         let scn = scenario(cpus, root("res", &[("multiprocessor", "global")]), threads);
-        let admitted: Vec<(&str, u64, u64)> =
-            set.iter().copied().filter(|t| t.0 != "x").collect();
+        let admitted: Vec<(&str, u64, u64)> = set.iter().copied().filter(|t| t.0 != "x").collect();
         check(
             &scn,
             &admitted,
@@ -266,7 +266,11 @@ fn partitioned_dbs_admits_per_cpu_and_meets_every_reservation() {
         thread("c", "r", Params::new(), ask(8)),
         thread("d", "r", Params::new(), ask(2)),
     ];
-    let mut scn = scenario(2, root("dbs", &[("multiprocessor", "partitioned")]), threads);
+    let mut scn = scenario(
+        2,
+        root("dbs", &[("multiprocessor", "partitioned")]),
+        threads,
+    );
     scn.horizon = ms(10);
     let r = go(&scn);
     let c = replies(&r, "c");

@@ -18,12 +18,32 @@
 //! EDF meets on one). Reservations it cannot back — too many, or an input
 //! that is not ALL or a fast enough RESU — are errors.
 //!
+//! On several VPs (`multiprocessor`, the policy's own parser; other modes
+//! need `rate` 1 and ALL on each VP, i.e. one VP per CPU at the root or at
+//! an `fp` top priority): `"one"` is the above (one CPU's worth, the other
+//! VPs extra). `"partitioned"` replays placement in the order children
+//! join (ties in child order; each VP of a child asks once): `fit =
+//! "first"` the lowest VP whose utilizations stay ≤ 1, `"worst"` the least
+//! loaded after it; each placed child keeps its uniprocessor label (its VP
+//! is a uniprocessor `res` holding ALL). `"global"` replays global EDF's
+//! admission by the Goossens–Funk–Baruah bound (Real-Time Systems 25(2–3),
+//! 2003): a set with Σu ≤ m − (m−1)·u_max meets every deadline under
+//! global EDF on m identical processors (u = C/min(D, T) in the density
+//! form; a server's windows are jobs due at their end with u times their
+//! length at most), so an admitted child keeps RESBH amount, period. A
+//! child the test refuses is NULL (refused): a warning for a thread, an
+//! error for a scheduler. The replay assumes no child leaves before the
+//! last joins (a run re-analyses each change).
+//!
 //! **`dbs`** (Duda & Cheriton §5): `any -> NULL+`. Its reservations `(s,
 //! t, d)` are asked by message and admitted at run time by an EDF demand
 //! test for a whole processor; they are one-off windows, not standing HLS
 //! guarantees, so every child's edge carries NULL. A `dbs` whose threads
 //! ask for reservations (a `reserve` message, or `randres` with `reserve`)
 //! promises them as soon as it admits them: it needs ALL, else an error.
+//! `multiprocessor = "partitioned"` admits them per VP (the thread on one
+//! VP): the same, on every VP; `"global"` is an error (no published test
+//! for one-off windows).
 //!
 //! **`rialto`** (Jones et al.; Table 1's Rialto row): `ALL -> RESCS+`. A
 //! `reserve { amount, period }` message gives the sender's activity RESCS
@@ -46,11 +66,11 @@ use super::{
     duration_param, parse_rate, rate_text, share_sum, str_param, ChildKind, Eval, Label, Node,
     Severity, Verdict,
 };
-use hsched_policies::partition::{Fit, Mode};
 use crate::guarantee::{Guarantee, Kind, Limit, Shape};
 use crate::ratio::Ratio;
 use crate::rewrite;
 use hsched_core::{Duration, Instant};
+use hsched_policies::partition::{Fit, Mode};
 use std::collections::BTreeMap;
 
 /// What a `res` child attached with neither a reservation nor a rate gets:
@@ -100,10 +120,8 @@ pub fn res(node: &Node<'_>) -> Verdict {
     let mode = match mp_mode(node, hsched_policies::res::MODES, "") {
         Ok(m) => m,
         Err(e) => {
-            v.problems.push(node.problem(
-                Severity::Error,
-                format!("{}: {e}", node.who()),
-            ));
+            v.problems
+                .push(node.problem(Severity::Error, format!("{}: {e}", node.who())));
             return v;
         }
     };
@@ -363,9 +381,9 @@ fn multiprocessor_admission(
                             vps.join(", ")
                         )
                     }
-                    _ => format!(
-                        "global EDF on {m} VPs, admitted by the Goossens-Funk-Baruah bound"
-                    ),
+                    _ => {
+                        format!("global EDF on {m} VPs, admitted by the Goossens-Funk-Baruah bound")
+                    }
                 };
                 let l = &mut v.labels[i];
                 l.why = Some(match l.why.take() {

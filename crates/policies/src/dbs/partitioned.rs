@@ -79,7 +79,8 @@ impl DbsParts {
                         return Ok(vp as u32);
                     }
                     let lower = |b: (u64, u64)| {
-                        u128::from(after.0) * u128::from(b.1) < u128::from(b.0) * u128::from(after.1)
+                        u128::from(after.0) * u128::from(b.1)
+                            < u128::from(b.0) * u128::from(after.1)
                     };
                     if best.is_none_or(|(_, b)| lower(b)) {
                         best = Some((vp as u32, after));

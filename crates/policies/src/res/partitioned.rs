@@ -72,9 +72,8 @@ impl ResParts {
             match self.fit {
                 Fit::First => return Ok(vp as u32),
                 Fit::Worst => {
-                    let better = best.is_none_or(|(_, b)| {
-                        after.checked_cmp(b).is_some_and(|o| o.is_lt())
-                    });
+                    let better =
+                        best.is_none_or(|(_, b)| after.checked_cmp(b).is_some_and(|o| o.is_lt()));
                     if better {
                         best = Some((vp as u32, after));
                     }

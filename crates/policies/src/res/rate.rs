@@ -176,7 +176,11 @@ impl Util {
     /// The exact order, `None` if the cross products do not fit 128 bits
     /// (never for single utilizations, whose terms fit 64 bits).
     pub fn checked_cmp(self, o: Util) -> Option<std::cmp::Ordering> {
-        Some(self.num.checked_mul(o.den)?.cmp(&o.num.checked_mul(self.den)?))
+        Some(
+            self.num
+                .checked_mul(o.den)?
+                .cmp(&o.num.checked_mul(self.den)?),
+        )
     }
 
     /// `1 - self` for a load at most 1.
