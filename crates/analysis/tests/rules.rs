@@ -928,3 +928,149 @@ fn rialto_partitioned_needs_all_on_every_vp() {
         .analyse();
     assert!(only_error(&a).contains("needs ALL on every VP"));
 }
+
+/// `res` on several CPUs (issue 19), replayed in arrival order.
+/// Partitioned first-fit on 2 CPUs with 6/10, 5/10, 4/10, 3/10, 2/10:
+/// VP0 0.6 + 0.4, VP1 0.5 + 0.3 + 0.2: all admitted, each RESBH; worst-fit
+/// puts 0.4 on VP1 (0.9 < 1.0) and 0.3 on VP0 (0.9), so 0.2 fits nowhere
+/// (1.1 on both): refused, a warning for a thread, an error for a
+/// scheduler. Global on 2 CPUs: 1/2, 1/2, 2/5 admitted (Σ 7/5 + 1/2 =
+/// 19/10 <= 2), 1/5 refused (8/5 + 1/2 = 21/10 > 2).
+#[test]
+fn res_on_several_cpus_labels_what_its_multiprocessor_admission_lets_in() {
+    let asks = [(6, 10), (5, 10), (4, 10), (3, 10), (2, 10)];
+    for (fit, refused) in [("first", None), ("worst", Some("t4"))] {
+        let own = [("multiprocessor", text("partitioned")), ("fit", text(fit))];
+        let mut b = scenario(2).sched("r", "res", &own, &[]);
+        for (i, (a, p)) in asks.iter().enumerate() {
+            b = b.thread(
+                &format!("t{i}"),
+                "r",
+                &[("amount", ms(*a)), ("period", ms(*p))],
+            );
+        }
+        let a = b.analyse();
+        for (i, (am, p)) in asks.iter().enumerate() {
+            let name = format!("t{i}");
+            if Some(name.as_str()) == refused {
+                assert_eq!(label(&a, "r", &name), "NULL");
+                assert!(edge(&a, "r", &name).refused);
+                let why = edge(&a, "r", &name).why.clone().unwrap();
+                assert!(
+                    why.contains("VP 0 holds 90%") && why.contains("VP 1 holds 90%"),
+                    "{why}"
+                );
+            } else {
+                assert_eq!(label(&a, "r", &name), format!("RESBH {am}, {p}"), "{fit}");
+                assert!(edge(&a, "r", &name)
+                    .why
+                    .as_deref()
+                    .unwrap()
+                    .contains("partitioned"));
+            }
+        }
+        assert!(a.composes(), "{fit}: {:?}", a.problems);
+        assert_eq!(
+            messages(&a, Severity::Warning).len(),
+            usize::from(refused.is_some())
+        );
+    }
+    // A scheduler child refused is an error: three of 6/10 on 2 CPUs.
+    let own = [
+        ("multiprocessor", text("partitioned")),
+        ("fit", text("worst")),
+    ];
+    let six = [("amount", ms(6)), ("period", ms(10))];
+    let a = scenario(2)
+        .sched("r", "res", &own, &[])
+        .sched("s1", "rr", &[], &[("r", &six)])
+        .sched("s2", "rr", &[], &[("r", &six)])
+        .sched("s3", "rr", &[], &[("r", &six)])
+        .analyse();
+    assert_eq!(label(&a, "r", "s2"), "RESBH 6, 10");
+    assert!(edge(&a, "r", "s3").refused);
+    assert!(only_error(&a).contains("fits on none of the 2 VPs"));
+
+    // Global EDF on 2 CPUs: the Goossens-Funk-Baruah bound.
+    let own = [("multiprocessor", text("global"))];
+    let a = scenario(2)
+        .sched("r", "res", &own, &[])
+        .thread("a", "r", &[("amount", ms(5)), ("period", ms(10))])
+        .thread("b", "r", &[("amount", ms(5)), ("period", ms(10))])
+        .thread("c", "r", &[("amount", ms(4)), ("period", ms(10))])
+        .thread("d", "r", &[("amount", ms(2)), ("period", ms(10))])
+        .thread("e", "r", &[("amount", ms(1)), ("period", ms(10))])
+        .analyse();
+    for (t, l) in [
+        ("a", "RESBH 5, 10"),
+        ("b", "RESBH 5, 10"),
+        ("c", "RESBH 4, 10"),
+        ("e", "RESBH 1, 10"),
+    ] {
+        assert_eq!(label(&a, "r", t), l);
+        assert!(edge(&a, "r", t)
+            .why
+            .as_deref()
+            .unwrap()
+            .contains("Goossens-Funk-Baruah"));
+    }
+    assert!(edge(&a, "r", "d").refused);
+    let why = edge(&a, "r", "d").why.clone().unwrap();
+    assert!(why.contains("= 210% > 2"), "{why}");
+
+    // "one" (the default) on 2 CPUs: one CPU's worth, as before.
+    let a = scenario(2)
+        .sched("r", "res", &[], &[])
+        .thread("a", "r", &[("amount", ms(6)), ("period", ms(10))])
+        .thread("b", "r", &[("amount", ms(6)), ("period", ms(10))])
+        .analyse();
+    assert!(only_error(&a).contains("past 100%"));
+
+    // Under an `fp` top priority holding 2 VPs (ALL on each), partitioned
+    // works as at the root; under a lower priority (NULL), it is an error.
+    let own = [("multiprocessor", text("partitioned"))];
+    let a = scenario(2)
+        .sched("root", "fp", &[], &[])
+        .sched("r", "res", &own, &[("root", &[("prio", int(10))])])
+        .vps("r", "root", 2)
+        .thread("a", "r", &[("amount", ms(6)), ("period", ms(10))])
+        .thread("b", "r", &[("amount", ms(6)), ("period", ms(10))])
+        .analyse();
+    assert_eq!(label(&a, "r", "a"), "RESBH 6, 10");
+    assert_eq!(label(&a, "r", "b"), "RESBH 6, 10");
+    assert!(a.composes(), "{:?}", a.problems);
+
+    // Bad values are errors naming the policy and the supported modes.
+    let a = scenario(2)
+        .sched("r", "res", &[("multiprocessor", text("many"))], &[])
+        .analyse();
+    assert!(only_error(&a).contains("\"one\", \"partitioned\", \"global\""));
+}
+
+/// `dbs` partitioned labels its reservations NULL with why (they are
+/// one-off windows admitted at run time on the thread's VP); `global` is
+/// an error naming the supported modes and the reason.
+#[test]
+fn dbs_on_several_cpus_is_partitioned_or_one() {
+    let reserve = vec![msg("reserve", &[("amount", ms(5)), ("deadline", ms(10))])];
+    let a = scenario(2)
+        .sched("d", "dbs", &[("multiprocessor", text("partitioned"))], &[])
+        .thread_with("t", "d", &[], None, reserve.clone())
+        .analyse();
+    assert_eq!(label(&a, "d", "t"), "NULL");
+    assert!(edge(&a, "d", "t")
+        .why
+        .as_deref()
+        .unwrap()
+        .contains("on every VP"));
+    assert!(a.composes());
+    let a = scenario(2)
+        .sched("d", "dbs", &[("multiprocessor", text("global"))], &[])
+        .thread_with("t", "d", &[], None, reserve)
+        .analyse();
+    let e = only_error(&a);
+    assert!(
+        e.contains("one-off") && e.contains("\"one\", \"partitioned\""),
+        "{e}"
+    );
+}

@@ -71,6 +71,17 @@
 //! child always runs), so it is never behind the one-CPU EDF schedule,
 //! which meets `D`. Extra CPUs serve reservations sooner and run the rest.
 //!
+//! **Several VPs** (parameter `multiprocessor`): `"one"` (default) is the
+//! above, admitting one CPU's worth. `"partitioned"`: one uniprocessor
+//! `dbs` per VP ([`partitioned`]); a thread is placed on one VP by `fit`
+//! (`"first"`: the lowest-index VP whose demand-bound test passes with its
+//! window; `"worst"`: the one whose peak demand/interval after it is lowest)
+//! when it asks for a reservation holding none, and runs only there; each
+//! VP holding ALL meets its reservations as one CPU does. `"global"` is
+//! refused: the reservations are one-off windows, the Goossens-Funk-Baruah
+//! bound is proven for periodic tasks, and no published global-EDF test for
+//! such job sets is implemented.
+//!
 //! **Limits.** Admission counts a single CPU's capacity (conservative with
 //! several VPs) and trusts the parent to provide it: under a parent that
 //! withholds the CPU, reservations can miss. A reservation's amount is
@@ -83,12 +94,15 @@
 //! spare (no slack stealing). Decisions, wake-ups and timers cost O(log n) (plus O(vps) when a
 //! preemption is considered).
 
+use crate::partition::Mode;
 use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value,
 };
 use std::collections::{BTreeMap, BTreeSet};
+
+pub mod partitioned;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "dbs",
@@ -101,7 +115,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
           deadline first until served or past their deadline; then (`overrun`, default \
           true) served ones whose thread goes on, EDF until their deadline; leftover time \
           goes round-robin (`quantum`). `cancel` drops the sender's reservations. Holding \
-          one CPU throughout, every accepted reservation of a runnable thread is met.",
+          one CPU throughout, every accepted reservation of a runnable thread is met. On \
+          several VPs, `multiprocessor`: \"one\" (default; one CPU's worth) or \
+          \"partitioned\" (a thread placed on one VP by `fit` = \"first\" or \"worst\" at \
+          its first reservation, admitted and run there only); \"global\" is refused: no \
+          published test for one-off windows.",
     params,
     child_params: Vec::new,
     build,
@@ -131,8 +149,26 @@ fn params() -> Vec<ParamSpec> {
             "a served reservation's thread runs on, EDF, to its deadline, before the round robin",
         )
         .with_default(Value::Bool(true)),
+        ParamSpec::new(
+            "multiprocessor",
+            ParamKind::Str,
+            "on several VPs: \"one\" (admit one CPU's worth) or \"partitioned\" (each reserving child on one VP, admitted there); \"global\" is refused: no published test for one-off windows",
+        )
+        .with_default(Value::Str("one".into())),
+        ParamSpec::new(
+            "fit",
+            ParamKind::Str,
+            "partitioned placement of a reservation: \"first\" (lowest VP that admits it) or \"worst\" (VP with the lowest peak load after it)",
+        )
+        .with_default(Value::Str("first".into())),
     ]
 }
+
+/// The modes `dbs` supports (`multiprocessor`).
+pub const MODES: &[&str] = &["one", "partitioned"];
+
+/// Why `dbs` has no global mode.
+pub const NO_GLOBAL: &str = "dbs's reservations (s, t, d) are one-off jobs with arbitrary windows; the Goossens-Funk-Baruah bound is proven for periodic tasks, and no published global-EDF test for such job sets is implemented";
 
 fn reserve_params() -> Vec<ParamSpec> {
     let any = ParamKind::Duration {
@@ -168,8 +204,19 @@ fn cancel_params() -> Vec<ParamSpec> {
 }
 
 fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
-    Dbs::new(params.duration("quantum"))
-        .map(|s| Box::new(s.with_overrun(params.bool("overrun"))) as Box<dyn Scheduler>)
+    let mode = Mode::parse(
+        "dbs",
+        params.str("multiprocessor"),
+        params.str("fit"),
+        MODES,
+        NO_GLOBAL,
+    )?;
+    let (quantum, overrun) = (params.duration("quantum"), params.bool("overrun"));
+    let one = Dbs::new(quantum)?.with_overrun(overrun);
+    Ok(match mode {
+        Mode::Partitioned(fit) => Box::new(partitioned::DbsParts::new(fit, one)),
+        _ => Box::new(one),
+    })
 }
 
 /// At one instant, deadlines are handled before window starts.
@@ -235,7 +282,7 @@ impl Child {
 }
 
 /// The deadline-based scheduler. See the module documentation.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Dbs {
     quantum: Duration,
     /// Served reservations are kept, as overruns, until their deadline.
@@ -498,6 +545,18 @@ impl Dbs {
     /// The EDF demand-bound test of one CPU over the reservations in force
     /// plus `new` = (deadline, release, amount).
     fn feasible(&self, now: Instant, new: (Instant, Instant, Duration)) -> Result<(), String> {
+        self.load_with(now, Some(new)).0
+    }
+
+    /// The demand-bound test over the reservations in force plus `new` =
+    /// (deadline, release, amount), and the load it sees: the largest
+    /// `demand / (b - a)` over the intervals `[a, b]` (as (demand, b - a);
+    /// (0, 1) with nothing in force). The test passes iff that is at most 1.
+    pub(crate) fn load_with(
+        &self,
+        now: Instant,
+        new: Option<(Instant, Instant, Duration)>,
+    ) -> (Result<(), String>, (u64, u64)) {
         let mut jobs: Vec<(Instant, Instant, Duration)> = Vec::new();
         for (&id, r) in &self.reservations {
             let left = self.left_now(id, now);
@@ -505,11 +564,13 @@ impl Dbs {
                 jobs.push((r.deadline, r.start.max(now), left));
             }
         }
-        jobs.push(new);
+        jobs.extend(new);
         jobs.sort_unstable();
         let mut releases: Vec<Instant> = jobs.iter().map(|j| j.1).collect();
         releases.sort_unstable();
         releases.dedup();
+        let mut peak = (0u64, 1u64);
+        let mut verdict = Ok(());
         for &a in &releases {
             let mut demand = Duration::ZERO;
             for &(b, release, amount) in &jobs {
@@ -518,20 +579,28 @@ impl Dbs {
                 }
                 demand = demand.saturating_add(amount);
                 let room = b.saturating_since(a);
-                if demand > room {
-                    return Err(format!(
+                let (d, r) = (demand.as_nanos(), room.as_nanos().max(1));
+                if u128::from(d) * u128::from(peak.1) > u128::from(peak.0) * u128::from(r) {
+                    peak = (d, r);
+                }
+                if demand > room && verdict.is_ok() {
+                    verdict = Err(format!(
                         "the reservations due in [{a}, {b}] would need {demand} of CPU, \
                          but that interval holds only {room}"
                     ));
                 }
             }
         }
-        Ok(())
+        (verdict, peak)
     }
 
-    fn reserve(&mut self, cx: &mut Cx, child: ChildId, args: &Params) -> Result<Params, String> {
+    /// The absolute window and amount `reserve`'s arguments ask for at
+    /// `now`: (start, deadline, amount), or why they cannot be.
+    pub(crate) fn window(
+        now: Instant,
+        args: &Params,
+    ) -> Result<(Instant, Instant, Duration), String> {
         let args = args.resolve(&reserve_params())?;
-        let now = cx.now();
         let amount = args.duration("amount");
         let (start, deadline) = (args.duration("start"), args.duration("deadline"));
         let (start, deadline) = if args.bool("relative") {
@@ -547,6 +616,12 @@ impl Dbs {
         if deadline <= now {
             return Err(format!("the deadline ({deadline}) has passed (now {now})"));
         }
+        Ok((start, deadline, amount))
+    }
+
+    fn reserve(&mut self, cx: &mut Cx, child: ChildId, args: &Params) -> Result<Params, String> {
+        let now = cx.now();
+        let (start, deadline, amount) = Self::window(now, args)?;
         self.process_due(cx);
         if !amount.is_zero() {
             if let Err(why) = self.feasible(now, (deadline, start.max(now), amount)) {

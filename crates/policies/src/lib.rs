@@ -45,6 +45,7 @@ pub mod hfsc;
 pub mod inherit;
 pub mod join;
 pub mod limit;
+pub mod partition;
 pub mod pi;
 pub mod preempt;
 pub mod rcsp;

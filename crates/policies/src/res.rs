@@ -73,11 +73,28 @@
 //! the announced deadlines, the same holds in the slower processor's time.
 //! Without a tick these are exact to the nanosecond.
 //!
+//! **Several VPs** (parameter `multiprocessor`, which needs `rate = 1`):
+//! - `"one"` (default): global EDF, admission still one CPU's worth
+//!   (safe: each child runs on one CPU at a time; what the other VPs bring
+//!   is extra, not promised).
+//! - `"partitioned"`: one uniprocessor `res` per VP, each child placed on
+//!   one VP by `fit` (`"first"`: the lowest-index VP whose utilizations stay
+//!   at most 1 with it; `"worst"`: the least loaded after it, ties to the
+//!   lowest index), re-placed by a `reserve`, and running only there
+//!   ([`partitioned`]). Holding ALL on every VP, each child gets its RESBH
+//!   (or RESU) as on one CPU. No migration: nothing is proven for it.
+//! - `"global"`: global EDF (the m earliest deadlines with budget run, m the
+//!   VPs held), admitted by the Goossens-Funk-Baruah bound (Real-Time
+//!   Systems 25(2-3), 2003): a set with `Σu <= m - (m-1) u_max` meets every
+//!   deadline under global EDF on m identical processors (`u = C/min(D, T)`
+//!   in the density form; here `amount/period` or a RESU `rate`). Each
+//!   window of a child's server is a job due at the window's end with at
+//!   most `u` times its length (a late wake-up gets only its share of the
+//!   rest), so, holding ALL on every VP, each child gets its RESBH.
+//!
 //! **Limits.** With a platform tick a run may pass its budget by up to a
 //! tick; the overrun is taken from the child's next jobs (so a window may
-//! hold `amount + tick`, and the average stays right). With several VPs
-//! it is global EDF and admission still counts one CPU (safe: each child
-//! runs on one CPU at a time). A child that blocks and wakes within a
+//! hold `amount + tick`, and the average stays right). A child that blocks and wakes within a
 //! window gets only the share of the rest of it. A new `reserve` starts a
 //! new grid: in the window it was made the child may get the old budget's
 //! use plus the new one. Context-switch overhead is not charged to a
@@ -85,6 +102,7 @@
 //! when a preemption is considered); admission is O(1), `check_invariants`
 //! O(n).
 
+use crate::partition::Mode;
 use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
@@ -93,6 +111,7 @@ use hsched_core::{
 use std::collections::BTreeSet;
 
 mod messages;
+pub mod partitioned;
 mod rate;
 pub use rate::{Rate, Util};
 
@@ -109,7 +128,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
           exactly. Own `rate`: the speed of the processor it runs on (under a RESU r \
           parent), in whose time amounts are counted; below 1 it announces its own \
           earliest deadline to its parent. Messages: reserve, release, deadline, info. \
-          A soft reservation is a `res` plus a `join` (section 5.4).",
+          A soft reservation is a `res` plus a `join` (section 5.4). On several VPs, \
+          `multiprocessor`: \"one\" (default; admits one CPU's worth), \"partitioned\" \
+          (each child placed on one VP by `fit` = \"first\" or \"worst\", admitted there, \
+          never migrated: RESBH per VP when each VP gets ALL) or \"global\" (global EDF \
+          admitted by the Goossens-Funk-Baruah bound sum u <= m - (m-1) u_max).",
     params,
     child_params,
     build,
@@ -125,12 +148,26 @@ pub const DEFAULT_PERIOD: Duration = Duration::from_millis(10);
 const EVENT_TIMER: TimerKey = 0;
 
 fn params() -> Vec<ParamSpec> {
-    vec![ParamSpec::new(
-        "rate",
-        ParamKind::Str,
-        "speed of the processor this runs on (its RESU rate), a decimal in (0, 1] or p/q",
-    )
-    .with_default(Value::Str("1".into()))]
+    vec![
+        ParamSpec::new(
+            "rate",
+            ParamKind::Str,
+            "speed of the processor this runs on (its RESU rate), a decimal in (0, 1] or p/q",
+        )
+        .with_default(Value::Str("1".into())),
+        ParamSpec::new(
+            "multiprocessor",
+            ParamKind::Str,
+            "on several VPs: \"one\" (admit one CPU's worth), \"partitioned\" (each child on one VP, admitted there) or \"global\" (global EDF, Goossens-Funk-Baruah test)",
+        )
+        .with_default(Value::Str("one".into())),
+        ParamSpec::new(
+            "fit",
+            ParamKind::Str,
+            "partitioned placement: \"first\" (lowest VP that admits the child) or \"worst\" (VP with the most spare utilization after it)",
+        )
+        .with_default(Value::Str("first".into())),
+    ]
 }
 
 fn child_params() -> Vec<ParamSpec> {
@@ -151,9 +188,29 @@ fn child_params() -> Vec<ParamSpec> {
     ]
 }
 
+/// The modes `res` supports (`multiprocessor`).
+pub const MODES: &[&str] = &["one", "partitioned", "global"];
+
 fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     let rate = Rate::parse(params.str("rate")).map_err(|e| format!("`rate`: {e}"))?;
-    Ok(Box::new(Res::new(rate)))
+    let mode = Mode::parse(
+        "res",
+        params.str("multiprocessor"),
+        params.str("fit"),
+        MODES,
+        "",
+    )?;
+    if mode != Mode::One && !rate.is_one() {
+        return Err(format!(
+            "res: `multiprocessor` = {:?} needs a whole CPU per VP (ALL), but `rate` = {rate}: a uniformly slower processor is supported with \"one\" only",
+            params.str("multiprocessor")
+        ));
+    }
+    Ok(match mode {
+        Mode::One => Box::new(Res::new(rate)),
+        Mode::Global => Box::new(Res::new(rate).global()),
+        Mode::Partitioned(fit) => Box::new(partitioned::ResParts::new(fit)),
+    })
 }
 
 // ----- the scheduler ----------------------------------------------------------
@@ -316,7 +373,7 @@ impl Child {
 }
 
 /// The reservation scheduler. See the module documentation.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Res {
     /// The speed of the processor this instance runs on.
     rate: Rate,
@@ -333,6 +390,9 @@ pub struct Res {
     running: RunningSlots<Instant, Instant>,
     /// The earliest deadline last told to the parent.
     announced: Option<Instant>,
+    /// `multiprocessor = "global"`: admission by the Goossens-Funk-Baruah
+    /// test on the VPs held, not by one CPU's worth.
+    global: bool,
 }
 
 impl Res {
@@ -347,7 +407,15 @@ impl Res {
             armed: None,
             running: RunningSlots::new(Better::Lower),
             announced: None,
+            global: false,
         }
+    }
+
+    /// Global EDF admitted by the Goossens-Funk-Baruah bound on the VPs it
+    /// holds (see the module documentation).
+    pub fn global(mut self) -> Self {
+        self.global = true;
+        self
     }
 
     /// The sum of the admitted utilizations.
@@ -367,21 +435,51 @@ impl Res {
         !self.rate.is_one()
     }
 
-    fn admit(&self, old: Util, new: Util, what: &str) -> Result<Util, String> {
-        let total = self
-            .reserved
-            .checked_sub(old)
-            .and_then(|u| u.checked_add(new))
-            .ok_or_else(|| {
-                format!(
-                    "{what}: the exact sum of the utilizations does not fit 128-bit arithmetic \
-                     (choose periods with common factors)"
-                )
-            })?;
-        if !total.at_most_one() {
-            let others = self.reserved.checked_sub(old).unwrap_or(self.reserved);
+    /// Admits a child of utilization `new` (replacing `replacing`'s): the
+    /// sum stays at most 1, or, in global mode on `vps` VPs, within the
+    /// Goossens-Funk-Baruah bound `Σu <= m - (m-1) u_max`.
+    fn admit(
+        &self,
+        replacing: Option<ChildId>,
+        new: Util,
+        what: &str,
+        vps: u32,
+    ) -> Result<Util, String> {
+        let wide = || {
+            format!(
+                "{what}: the exact sum of the utilizations does not fit 128-bit arithmetic \
+                 (choose periods with common factors)"
+            )
+        };
+        let old = replacing.map_or(Util::ZERO, |c| self.children[c].kind.util());
+        let others = self.reserved.checked_sub(old).unwrap_or(self.reserved);
+        let total = others.checked_add(new).ok_or_else(wide)?;
+        if !self.global {
+            if !total.at_most_one() {
+                return Err(format!(
+                    "{what} needs {new}, but {others} is already reserved: the total {total} would exceed 1"
+                ));
+            }
+            return Ok(total);
+        }
+        let m = u128::from(vps.max(1));
+        let mut max = new;
+        for (c, child) in self.children.iter() {
+            let u = child.kind.util();
+            if Some(c) != replacing && u.checked_cmp(max).ok_or_else(wide)?.is_gt() {
+                max = u;
+            }
+        }
+        // Σu + (m-1) u_max <= m, exactly.
+        let lhs = max
+            .checked_mul_int(m - 1)
+            .and_then(|x| x.checked_add(total))
+            .ok_or_else(wide)?;
+        if !lhs.at_most_int(m).ok_or_else(wide)? {
             return Err(format!(
-                "{what} needs {new}, but {others} is already reserved: the total {total} would exceed 1"
+                "{what} needs {new}, but {others} is already reserved: global EDF on {m} VPs admits \
+                 Σu <= m - (m-1) u_max (Goossens, Funk & Baruah 2003) with u_max = {max}, and the \
+                 total {total} would exceed it"
             ));
         }
         Ok(total)
@@ -608,7 +706,9 @@ impl Scheduler for Res {
             Kind::Usp { rate, .. } => format!("RESU {rate}"),
             Kind::Nothing => String::new(),
         };
-        let total = self.admit(Util::ZERO, kind.util(), &what).map_err(Reject)?;
+        let total = self
+            .admit(None, kind.util(), &what, cx.vp_count())
+            .map_err(Reject)?;
         let now = cx.now();
         if let Kind::Reserved { origin, .. } = &mut kind {
             *origin = now;
@@ -784,7 +884,7 @@ impl Scheduler for Res {
                 }
             }
         }
-        if total != self.reserved || !total.at_most_one() {
+        if total != self.reserved || (!self.global && !total.at_most_one()) {
             return Err(format!(
                 "reserved {} but the children sum to {total}",
                 self.reserved

@@ -35,7 +35,9 @@
 //! others bring is extra, not promised (EDF-based rules stay valid: a job
 //! set EDF meets on one processor, global EDF meets on several). `sfq`,
 //! `bvt`, `frc`, `rcsp` and `hfsc` claim nothing on several CPUs (their own documentation claims no
-//! bound there).
+//! bound there). `res` and `dbs` have multiprocessor modes of their own
+//! (`multiprocessor`: partitioned, or global EDF for `res`), analysed by
+//! their rules ([`reservation`]).
 //!
 //! Everything here is integer or exact-fraction arithmetic, and the output
 //! depends only on the scenario: no clock, no I/O, no hashing order.

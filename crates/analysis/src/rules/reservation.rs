@@ -18,12 +18,32 @@
 //! EDF meets on one). Reservations it cannot back — too many, or an input
 //! that is not ALL or a fast enough RESU — are errors.
 //!
+//! On several VPs (`multiprocessor`, the policy's own parser; other modes
+//! need `rate` 1 and ALL on each VP, i.e. one VP per CPU at the root or at
+//! an `fp` top priority): `"one"` is the above (one CPU's worth, the other
+//! VPs extra). `"partitioned"` replays placement in the order children
+//! join (ties in child order; each VP of a child asks once): `fit =
+//! "first"` the lowest VP whose utilizations stay ≤ 1, `"worst"` the least
+//! loaded after it; each placed child keeps its uniprocessor label (its VP
+//! is a uniprocessor `res` holding ALL). `"global"` replays global EDF's
+//! admission by the Goossens–Funk–Baruah bound (Real-Time Systems 25(2–3),
+//! 2003): a set with Σu ≤ m − (m−1)·u_max meets every deadline under
+//! global EDF on m identical processors (u = C/min(D, T) in the density
+//! form; a server's windows are jobs due at their end with u times their
+//! length at most), so an admitted child keeps RESBH amount, period. A
+//! child the test refuses is NULL (refused): a warning for a thread, an
+//! error for a scheduler. The replay assumes no child leaves before the
+//! last joins (a run re-analyses each change).
+//!
 //! **`dbs`** (Duda & Cheriton §5): `any -> NULL+`. Its reservations `(s,
 //! t, d)` are asked by message and admitted at run time by an EDF demand
 //! test for a whole processor; they are one-off windows, not standing HLS
 //! guarantees, so every child's edge carries NULL. A `dbs` whose threads
 //! ask for reservations (a `reserve` message, or `randres` with `reserve`)
 //! promises them as soon as it admits them: it needs ALL, else an error.
+//! `multiprocessor = "partitioned"` admits them per VP (the thread on one
+//! VP): the same, on every VP; `"global"` is an error (no published test
+//! for one-off windows).
 //!
 //! **`rialto`** (Jones et al.; Table 1's Rialto row): `ALL -> RESCS+`. A
 //! `reserve { amount, period }` message gives the sender's activity RESCS
@@ -54,13 +74,14 @@
 
 use super::notation::on_slower_processor;
 use super::{
-    duration_param, parse_rate, rate_text, share_sum, str_param, Eval, Label, Node, Severity,
-    Verdict,
+    duration_param, parse_rate, rate_text, share_sum, str_param, ChildKind, Eval, Label, Node,
+    Severity, Verdict,
 };
 use crate::guarantee::{Guarantee, Kind, Limit, Shape};
 use crate::ratio::Ratio;
 use crate::rewrite;
 use hsched_core::{Duration, Instant};
+use hsched_policies::partition::{Fit, Mode};
 use std::collections::BTreeMap;
 
 /// What a `res` child attached with neither a reservation nor a rate gets:
@@ -89,6 +110,14 @@ fn processor_rate(input: &Guarantee) -> Option<Ratio> {
     }
 }
 
+/// `multiprocessor` and `fit` as the policy reads them (its own parser), or
+/// the error it would build with.
+fn mp_mode(node: &Node<'_>, modes: &[&str], why_not_global: &str) -> Result<Mode, String> {
+    let mp = str_param(node.params, "multiprocessor")?.unwrap_or("one");
+    let fit = str_param(node.params, "fit")?.unwrap_or("first");
+    Mode::parse(node.policy, mp, fit, modes, why_not_global)
+}
+
 pub fn res(node: &Node<'_>) -> Verdict {
     let mut v = Verdict::all_null(node);
     let rate = match str_param(node.params, "rate").map(|s| parse_rate(s.unwrap_or("1"))) {
@@ -99,6 +128,25 @@ pub fn res(node: &Node<'_>) -> Verdict {
             return v;
         }
     };
+    let mode = match mp_mode(node, hsched_policies::res::MODES, "") {
+        Ok(m) => m,
+        Err(e) => {
+            v.problems
+                .push(node.problem(Severity::Error, format!("{}: {e}", node.who())));
+            return v;
+        }
+    };
+    if mode != Mode::One && rate != Ratio::ONE {
+        v.problems.push(node.problem(
+            Severity::Error,
+            format!(
+                "{}: `multiprocessor` other than \"one\" needs a whole CPU per VP (ALL), but its `rate` is {}",
+                node.who(),
+                rate_text(rate)
+            ),
+        ));
+        return v;
+    }
     // What each child asks for, in res's own time: `amount` and `period`
     // (0: not given), or `rate` (empty: not given), or neither: res's
     // default reservation.
@@ -213,6 +261,10 @@ pub fn res(node: &Node<'_>) -> Verdict {
             false => Label::because(g, why.join("; ")),
         };
     }
+    if mode != Mode::One {
+        multiprocessor_admission(node, mode, &asked, &mut v);
+        return v;
+    }
     match share_sum(asked.iter().flatten()) {
         Some(sum) if sum <= Ratio::ONE => {}
         sum => {
@@ -241,8 +293,150 @@ pub fn res(node: &Node<'_>) -> Verdict {
     v
 }
 
+/// Replays `res`'s admission on several VPs, in the order the children
+/// join (ties in child order), assuming none leaves meanwhile: each VP a
+/// child holds asks for its utilization. Partitioned: placed by `fit` on a
+/// VP whose load stays at most 1 (uniprocessor EDF there); global: admitted
+/// while `Σu + (m-1)·u_max <= m` (Goossens, Funk & Baruah 2003, global EDF
+/// on m identical processors, implicit deadlines: a server's job is due at
+/// its window's end). An admitted child keeps the label it was given; a
+/// refused one gets `Label::refused`: an error for a scheduler (it cannot
+/// attach), a warning for a thread (it runs under the default scheduler).
+fn multiprocessor_admission(
+    node: &Node<'_>,
+    mode: Mode,
+    asked: &[Option<Guarantee>],
+    v: &mut Verdict,
+) {
+    let m = node.vps();
+    let mut order: Vec<usize> = (0..node.children.len()).collect();
+    order.sort_by_key(|&i| node.children[i].arrival);
+    let mut loads = vec![Ratio::ZERO; m as usize];
+    let (mut total, mut max) = (Ratio::ZERO, Ratio::ZERO);
+    for i in order {
+        let (c, Some(g)) = (&node.children[i], asked[i]) else {
+            continue;
+        };
+        let u = g.share().unwrap_or(Ratio::ZERO);
+        let mut placed = Vec::new();
+        let mut refused = None;
+        for _ in 0..c.vps.max(1) {
+            match mode {
+                Mode::Partitioned(fit) => {
+                    let fits = |l: &Ratio| l.checked_add(u).filter(|a| *a <= Ratio::ONE);
+                    let vp = match fit {
+                        Fit::First => loads.iter().position(|l| fits(l).is_some()),
+                        Fit::Worst => (0..loads.len())
+                            .filter_map(|k| fits(&loads[k]).map(|a| (a, k)))
+                            .min()
+                            .map(|x| x.1),
+                    };
+                    match vp {
+                        Some(k) => {
+                            loads[k] = loads[k].checked_add(u).unwrap_or(Ratio::ONE);
+                            placed.push(k);
+                        }
+                        None => {
+                            let each: Vec<String> = loads
+                                .iter()
+                                .enumerate()
+                                .map(|(k, l)| format!("VP {k} holds {}", l.percent_string()))
+                                .collect();
+                            refused = Some(format!(
+                                "{} ({}) fits on none of the {m} VPs of {} (partitioned, {}): {}",
+                                g,
+                                u.percent_string(),
+                                node.who(),
+                                fit.name(),
+                                each.join(", ")
+                            ));
+                            break;
+                        }
+                    }
+                }
+                Mode::Global | Mode::One => {
+                    let new_max = max.max(u);
+                    let t = total.checked_add(u);
+                    let lhs = t.and_then(|t| {
+                        new_max
+                            .checked_mul(Ratio::integer(u64::from(m) - 1))
+                            .and_then(|x| x.checked_add(t))
+                    });
+                    match lhs {
+                        Some(l) if l <= Ratio::integer(u64::from(m)) => {
+                            total = t.unwrap_or(total);
+                            max = new_max;
+                        }
+                        _ => {
+                            refused = Some(format!(
+                                "{g} ({}) is refused by {} (global EDF on {m} VPs): with {} admitted, Σu + (m-1)·u_max = {} > {m} (Goossens, Funk & Baruah 2003)",
+                                u.percent_string(),
+                                node.who(),
+                                total.percent_string(),
+                                lhs.map_or("more than can be counted".into(), |l| l.percent_string())
+                            ));
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        match refused {
+            None => {
+                let how = match mode {
+                    Mode::Partitioned(fit) => {
+                        let vps: Vec<String> = placed.iter().map(|k| k.to_string()).collect();
+                        format!(
+                            "partitioned ({}): on VP {}, EDF on one CPU there",
+                            fit.name(),
+                            vps.join(", ")
+                        )
+                    }
+                    _ => {
+                        format!("global EDF on {m} VPs, admitted by the Goossens-Funk-Baruah bound")
+                    }
+                };
+                let l = &mut v.labels[i];
+                l.why = Some(match l.why.take() {
+                    Some(w) => format!("{w}; {how}"),
+                    None => how,
+                });
+            }
+            Some(why) => {
+                let (severity, then) = match c.kind {
+                    ChildKind::Thread => (
+                        Severity::Warning,
+                        "it runs under the default scheduler (or below the hierarchy, when this is the default)",
+                    ),
+                    ChildKind::Scheduler { .. } => {
+                        (Severity::Error, "the hierarchy cannot be built")
+                    }
+                };
+                v.problems.push(node.child_problem(
+                    c,
+                    severity,
+                    format!("{} under {}: {why}; {then}", c.describe(), node.who()),
+                ));
+                v.labels[i] = Label::refused(why);
+            }
+        }
+    }
+}
+
 pub fn dbs(node: &Node<'_>) -> Verdict {
     let mut v = Verdict::all_null(node);
+    let mode = match mp_mode(
+        node,
+        hsched_policies::dbs::MODES,
+        hsched_policies::dbs::NO_GLOBAL,
+    ) {
+        Ok(m) => m,
+        Err(e) => {
+            v.problems
+                .push(node.problem(Severity::Error, format!("{}: {e}", node.who())));
+            return v;
+        }
+    };
     let reservers: Vec<usize> = (0..node.children.len())
         .filter(|&i| {
             node.children[i]
@@ -254,11 +448,16 @@ pub fn dbs(node: &Node<'_>) -> Verdict {
     if reservers.is_empty() {
         return v;
     }
+    let why = match mode {
+        Mode::Partitioned(fit) => format!(
+            "reservations (s, t, d) by message: admitted at run time on the VP the thread is placed on ({}), met while dbs holds ALL on every VP",
+            fit.name()
+        ),
+        _ => "reservations (s, t, d) by message: admitted at run time, met while dbs holds ALL"
+            .to_string(),
+    };
     for &i in &reservers {
-        v.labels[i] = Label::because(
-            Guarantee::Null,
-            "reservations (s, t, d) by message: admitted at run time, met while dbs holds ALL",
-        );
+        v.labels[i] = Label::because(Guarantee::Null, why.clone());
     }
     if node.input() != Guarantee::All {
         let names: Vec<String> = reservers

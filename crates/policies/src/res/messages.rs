@@ -28,7 +28,7 @@ impl Res {
         }
     }
 
-    fn msg_args(msg: &Msg, allowed: &[&str]) -> Result<(), String> {
+    pub(super) fn msg_args(msg: &Msg, allowed: &[&str]) -> Result<(), String> {
         for (k, _) in msg.args.iter() {
             if !allowed.contains(&k) {
                 return Err(format!(
@@ -45,7 +45,7 @@ impl Res {
         Ok(())
     }
 
-    fn duration_arg(msg: &Msg, key: &str) -> Result<Duration, String> {
+    pub(super) fn duration_arg(msg: &Msg, key: &str) -> Result<Duration, String> {
         match msg.args.get(key) {
             Some(Value::Duration(d)) => Ok(*d),
             Some(Value::Int(i)) if *i >= 0 => Ok(Duration(*i as u64)),
@@ -67,9 +67,8 @@ impl Res {
         let period = Self::duration_arg(msg, "period")?;
         Self::check_reservation(amount, period)?;
         let new = Util::of(amount, period);
-        let old = self.children[child].kind.util();
         let what = format!("reservation {amount} per {period} for {child}");
-        let total = self.admit(old, new, &what)?;
+        let total = self.admit(Some(child), new, &what, cx.vp_count())?;
         let now = cx.now();
         self.reserved = total;
         self.modify(cx, child, |c| {

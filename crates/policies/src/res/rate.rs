@@ -162,6 +162,31 @@ impl Util {
     pub fn at_most_one(self) -> bool {
         self.num <= self.den
     }
+
+    /// `self * k`, `None` if it does not fit 128 bits.
+    pub fn checked_mul_int(self, k: u128) -> Option<Util> {
+        Some(Util::new(self.num.checked_mul(k)?, self.den))
+    }
+
+    /// `self <= k`, `None` if `k * den` does not fit 128 bits.
+    pub fn at_most_int(self, k: u128) -> Option<bool> {
+        Some(self.num <= self.den.checked_mul(k)?)
+    }
+
+    /// The exact order, `None` if the cross products do not fit 128 bits
+    /// (never for single utilizations, whose terms fit 64 bits).
+    pub fn checked_cmp(self, o: Util) -> Option<std::cmp::Ordering> {
+        Some(
+            self.num
+                .checked_mul(o.den)?
+                .cmp(&o.num.checked_mul(self.den)?),
+        )
+    }
+
+    /// `1 - self` for a load at most 1.
+    pub fn spare(self) -> Util {
+        Util::new(self.den.saturating_sub(self.num), self.den)
+    }
 }
 
 /// `3/10 (30.00%)`, in integer arithmetic.
