@@ -35,7 +35,8 @@
 //! others bring is extra, not promised (EDF-based rules stay valid: a job
 //! set EDF meets on one processor, global EDF meets on several). `sfq`,
 //! `bvt`, `frc`, `rcsp` and `hfsc` claim nothing on several CPUs (their own documentation claims no
-//! bound there).
+//! bound there), except `hfsc` with `multiprocessor = "partitioned"`: each
+//! child is placed on one VP and each VP is a uniprocessor HFSC.
 //!
 //! Everything here is integer or exact-fraction arithmetic, and the output
 //! depends only on the scenario: no clock, no I/O, no hashing order.
