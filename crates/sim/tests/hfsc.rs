@@ -298,6 +298,14 @@ fn partitioned_on_two_cpus_admits_a_curve_per_cpu_and_each_keeps_its_curve_on_it
             ],
         ),
     );
+    // What the analysis promises, from the same placement code: a, b PS
+    // 0.6, p PS 0.05, c refused, the best-effort threads nothing.
+    let labels = hsched_analysis::compose::analyse(&scn, &hsched_analysis::rules::RuleBook::standard());
+    let label = |to: &str| labels.edge(Some("hfsc"), to).unwrap();
+    for (to, g) in [("a", "PS 0.6"), ("b", "PS 0.6"), ("p", "PS 0.05"), ("c", "NULL"), ("be0", "NULL")] {
+        assert_eq!(label(to).guarantee.to_string(), g, "{to}");
+    }
+    assert!(label("c").refused && labels.composes());
     let r = go(&scn);
     let no = refused(&r);
     assert!(
