@@ -846,10 +846,7 @@ fn hfsc_partitioned(cpus: u32, fit: &str) -> Build {
     scenario(cpus).sched(
         "h",
         "hfsc",
-        &[
-            ("multiprocessor", text("partitioned")),
-            ("fit", text(fit)),
-        ],
+        &[("multiprocessor", text("partitioned")), ("fit", text(fit))],
         &[],
     )
 }
@@ -877,7 +874,11 @@ fn partitioned_hfsc_labels_each_placed_curve_and_refuses_what_fits_no_vp() {
     assert_eq!(label(&a, "h", "a"), "PS 0.6");
     assert_eq!(label(&a, "h", "b"), "PS 0.6");
     let why = |n: &str| edge(&a, "h", n).why.clone().unwrap();
-    assert!(why("a").contains("vp0 of 2") && why("a").contains("first fit"), "{}", why("a"));
+    assert!(
+        why("a").contains("vp0 of 2") && why("a").contains("first fit"),
+        "{}",
+        why("a")
+    );
     assert!(why("b").contains("vp1 of 2"), "{}", why("b"));
     assert_eq!(label(&a, "h", "c"), "NULL");
     assert!(edge(&a, "h", "c").refused);
@@ -915,7 +916,10 @@ fn partitioned_hfsc_labels_each_placed_curve_and_refuses_what_fits_no_vp() {
         assert_eq!(label(&a, "h", &format!("big{i}")), "PS 0.7");
         assert_eq!(label(&a, "h", &format!("small{i}")), "PS 0.3");
         let why = edge(&a, "h", &format!("small{i}")).why.clone().unwrap();
-        assert!(why.contains(&format!("vp{i} of 4")) && why.contains("Σ r2 there 1"), "{why}");
+        assert!(
+            why.contains(&format!("vp{i} of 4")) && why.contains("Σ r2 there 1"),
+            "{why}"
+        );
     }
     assert!(edge(&a, "h", "late").refused);
 }
@@ -992,7 +996,10 @@ fn partitioned_hfsc_needs_all_on_each_vp_and_refusing_a_scheduler_is_an_error() 
     assert_eq!(label(&a, "h", "s0"), "PS 0.8");
     assert_eq!(label(&a, "h", "s1"), "PS 0.8");
     let e = only_error(&a);
-    assert!(e.contains("scheduler `s2`") && e.contains("no VP admits"), "{e}");
+    assert!(
+        e.contains("scheduler `s2`") && e.contains("no VP admits"),
+        "{e}"
+    );
     assert!(edge(&a, "h", "s2").refused);
 }
 
@@ -1029,7 +1036,10 @@ fn hfsc_refuses_a_global_mode_and_bad_fit_values() {
         (vec![("multiprocessor", text("global"))], "no published"),
         (vec![("multiprocessor", text("spread"))], "\"partitioned\""),
         (
-            vec![("multiprocessor", text("partitioned")), ("fit", text("best"))],
+            vec![
+                ("multiprocessor", text("partitioned")),
+                ("fit", text("best")),
+            ],
             "\"worst\"",
         ),
         (vec![("fit", text("worst"))], "needs `multiprocessor`"),

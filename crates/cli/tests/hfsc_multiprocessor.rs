@@ -28,7 +28,10 @@ fn the_partitioned_example_labels_a_curve_per_cpu_and_refuses_the_third() {
     let out = hsched(&["sim", EXAMPLE, "--check"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     let s = text(&out.stdout);
-    assert!(s.contains("no VP admits") && s.contains("vp1 (Σ r2 = 0.6)"), "{s}");
+    assert!(
+        s.contains("no VP admits") && s.contains("vp1 (Σ r2 = 0.6)"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -56,13 +59,22 @@ fn bad_mode_or_fit_exits_2_naming_what_is_supported() {
         // The lines of the [[scheduler]] table (the header comment quotes
         // them too).
         let text_ = example
-            .replacen("\nmultiprocessor = \"partitioned\"\n", &format!("\n{mode}\n"), 1)
+            .replacen(
+                "\nmultiprocessor = \"partitioned\"\n",
+                &format!("\n{mode}\n"),
+                1,
+            )
             .replacen("\nfit = \"first\"\n", &format!("\n{fit}\n"), 1);
         std::fs::write(&bad, text_).unwrap();
         let to = format!("{mode}, {fit}");
         for cmd in ["sim", "check"] {
             let out = hsched(&[cmd, bad.to_str().unwrap()]);
-            assert_eq!(out.status.code(), Some(2), "{cmd} {to}: {}", text(&out.stdout));
+            assert_eq!(
+                out.status.code(),
+                Some(2),
+                "{cmd} {to}: {}",
+                text(&out.stdout)
+            );
             let err = text(&out.stderr);
             assert!(err.contains(needle), "{cmd} {to}: {err}");
         }

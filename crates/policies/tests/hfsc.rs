@@ -502,7 +502,9 @@ fn modes_parse_and_global_is_refused_naming_the_supported_modes() {
         e.contains("no published") && e.contains("\"one\"") && e.contains("\"partitioned\""),
         "{e}"
     );
-    assert!(parse_mode("spread").unwrap_err().contains("\"partitioned\""));
+    assert!(parse_mode("spread")
+        .unwrap_err()
+        .contains("\"partitioned\""));
     assert_eq!(parse_fit("first"), Ok(Fit::First));
     assert_eq!(parse_fit("worst"), Ok(Fit::Worst));
     assert!(parse_fit("best").unwrap_err().contains("\"worst\""));
@@ -601,10 +603,7 @@ fn best_effort_children_go_where_there_are_fewest_and_classes_are_per_vp() {
     // Not admission controlled: the fewest best-effort children, ties low.
     let (b0, b1, b2) = (be(&mut h), be(&mut h), be(&mut h));
     assert_eq!(vp_of(&h, rt), 0);
-    assert_eq!(
-        (vp_of(&h, b0), vp_of(&h, b1), vp_of(&h, b2)),
-        (0, 1, 0)
-    );
+    assert_eq!((vp_of(&h, b0), vp_of(&h, b1), vp_of(&h, b2)), (0, 1, 0));
     // Each VP runs its own: vp1's only child is b1, which gets all of vp1;
     // on vp0, rt and b0, b2 share by curve then by link sharing.
     for id in [rt, b0, b1, b2] {
@@ -612,7 +611,11 @@ fn best_effort_children_go_where_there_are_fewest_and_classes_are_per_vp() {
     }
     h.advance_to(ms(100));
     assert_eq!(h.cpu_time(b1), Duration::from_millis(100));
-    assert!(h.cpu_time(rt) >= Duration::from_millis(89), "{:?}", h.cpu_time(rt));
+    assert!(
+        h.cpu_time(rt) >= Duration::from_millis(89),
+        "{:?}",
+        h.cpu_time(rt)
+    );
     for s in h.segments() {
         assert_eq!(s.vp.0, vp_of(&h, s.child), "{s:?}");
     }

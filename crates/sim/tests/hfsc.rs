@@ -300,9 +300,16 @@ fn partitioned_on_two_cpus_admits_a_curve_per_cpu_and_each_keeps_its_curve_on_it
     );
     // What the analysis promises, from the same placement code: a, b PS
     // 0.6, p PS 0.05, c refused, the best-effort threads nothing.
-    let labels = hsched_analysis::compose::analyse(&scn, &hsched_analysis::rules::RuleBook::standard());
+    let labels =
+        hsched_analysis::compose::analyse(&scn, &hsched_analysis::rules::RuleBook::standard());
     let label = |to: &str| labels.edge(Some("hfsc"), to).unwrap();
-    for (to, g) in [("a", "PS 0.6"), ("b", "PS 0.6"), ("p", "PS 0.05"), ("c", "NULL"), ("be0", "NULL")] {
+    for (to, g) in [
+        ("a", "PS 0.6"),
+        ("b", "PS 0.6"),
+        ("p", "PS 0.05"),
+        ("c", "NULL"),
+        ("be0", "NULL"),
+    ] {
         assert_eq!(label(to).guarantee.to_string(), g, "{to}");
     }
     assert!(label("c").refused && labels.composes());
@@ -354,13 +361,26 @@ fn partitioned_on_four_cpus_admits_four_cpus_of_curves() {
     // each: Σ r2 = 1.0 on every CPU), then a <0.05, 0, 0.05> fits nowhere.
     let mut threads = Vec::new();
     for i in 0..4 {
-        threads.push(thread(&format!("big{i}"), "hfsc", curve("0.7", 0, "0.7"), forever()));
+        threads.push(thread(
+            &format!("big{i}"),
+            "hfsc",
+            curve("0.7", 0, "0.7"),
+            forever(),
+        ));
     }
     for i in 0..4 {
-        threads.push(thread(&format!("small{i}"), "hfsc", curve("0.3", 0, "0.3"), forever()));
+        threads.push(thread(
+            &format!("small{i}"),
+            "hfsc",
+            curve("0.3", 0, "0.3"),
+            forever(),
+        ));
     }
     threads.push(thread("late", "hfsc", curve("0.05", 0, "0.05"), forever()));
-    let scn = on_cpus(4, scenario(Duration::from_secs(1), vec![partitioned("first")], threads));
+    let scn = on_cpus(
+        4,
+        scenario(Duration::from_secs(1), vec![partitioned("first")], threads),
+    );
     let r = go(&scn);
     let no = refused(&r);
     assert!(

@@ -564,8 +564,8 @@ fn hfsc_partitioned(
             Ok(k) => {
                 placed[k].push(s);
                 let load = hfsc_policy::r2_sum(&placed[k]);
-                let fits_anyway =
-                    u128::from(n) * u128::from(peak) + u128::from(peaks) <= u128::from(n) * 1_000_000;
+                let fits_anyway = u128::from(n) * u128::from(peak) + u128::from(peaks)
+                    <= u128::from(n) * 1_000_000;
                 if may_have_left && !fits_anyway {
                     v.labels[i] = Label::because(
                         Guarantee::Null,

@@ -79,13 +79,28 @@
 //! with the packet length replaced by the run length); the excess is
 //! shared in proportion to `r2` (and class rates) by FRC.
 //!
-//! **Limits.** Several CPUs
-//! are served from the same global sets (no guarantee claimed there). No
+//! **Several CPUs** (`multiprocessor`). `"one"` (the default): one
+//! CPU's worth of curves is admitted and every VP is served from the same
+//! sets (no guarantee claimed on several VPs). `"partitioned"`: each VP has
+//! its own part (children, class tree, sets) and is a uniprocessor HFSC. A
+//! child is placed once, at admission, and runs only on its VP (no
+//! migration: nothing is proven for it): a curve on the lowest-index VP
+//! whose admission test passes (`fit = "first"`), or on the one of those
+//! with the lowest `Σ r2` after adding it, ties to the lowest index
+//! (`fit = "worst"`); a best-effort child on the VP with the fewest
+//! best-effort children, ties to the lowest. A refusal names each VP's
+//! load. `classes` are per VP: each part has its own copy of the tree, the
+//! rates sharing that VP's CPU. The placement code ([`place`]) is shared
+//! with the analysis, which replays it. `"global"` is refused: we know no
+//! published admission test for service curves under global SCED.
+//!
+//! **Limits.** No
 //! preemption on wake-up: a waking child waits for the current decision
 //! (at most `quantum`). Cost: O(log n) per decision, wake-up, block and
 //! charge (times the depth of the class tree), plus O(log x) steps of a binary search in a concave curve
 //! update; admission is O(1) while `Σ max(r1, r2) <= 1`, else O(n²) (the exact
-//! breakpoint check).
+//! breakpoint check); partitioned, O(n) to gather each VP's curves, then
+//! the same test per VP tried.
 
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
@@ -115,7 +130,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
           declared in `classes` (\"name:rate, parent/name:rate, ...\", nested to any depth; \
           child param `class`). `best_effort` \
           children are never eligible. Admission keeps the sum of curves under the CPU. \
-          Decisions last at most `quantum`.",
+          Decisions last at most `quantum`. On several VPs: `multiprocessor` \
+          \"one\" (default, one CPU's worth served from every VP, no claim there) or \
+          \"partitioned\" (each child placed on one VP at admission by `fit` \
+          \"first\" or \"worst\", admitted against that VP's CPU, never migrating; \
+          classes per VP); \"global\" is refused (no published test applies).",
     params,
     child_params,
     build,
@@ -748,8 +767,7 @@ impl Scheduler for Hfsc {
     /// the placement rule picks).
     fn register_vp(&mut self, cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
         self.ensure_parts(cx.vp_count());
-        let (curve, best_effort) =
-            child_curve(params).map_err(|e| Reject(format!("hfsc: {e}")))?;
+        let (curve, best_effort) = child_curve(params).map_err(|e| Reject(format!("hfsc: {e}")))?;
         let class = match params.get("class") {
             Some(Value::Str(name)) if !name.is_empty() => {
                 let Some(k) = self.class_specs.iter().position(|c| &c.name == name) else {
@@ -926,8 +944,14 @@ impl Scheduler for Hfsc {
             return Err(format!("mode one with {} parts", self.parts.len()));
         }
         for (child, &k) in self.home.iter() {
-            if !self.parts.get(k as usize).is_some_and(|p| p.children.contains(child)) {
-                return Err(format!("{child} placed on part {k}, which does not hold it"));
+            if !self
+                .parts
+                .get(k as usize)
+                .is_some_and(|p| p.children.contains(child))
+            {
+                return Err(format!(
+                    "{child} placed on part {k}, which does not hold it"
+                ));
             }
         }
         for (k, part) in self.parts.iter().enumerate() {
