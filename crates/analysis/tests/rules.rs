@@ -1074,3 +1074,217 @@ fn dbs_on_several_cpus_is_partitioned_or_one() {
         "{e}"
     );
 }
+
+// ----- hfsc on several CPUs ---------------------------------------------------
+
+/// A root partitioned `hfsc` named `h` on `cpus` CPUs, with `fit`.
+fn hfsc_partitioned(cpus: u32, fit: &str) -> Build {
+    scenario(cpus).sched(
+        "h",
+        "hfsc",
+        &[("multiprocessor", text("partitioned")), ("fit", text(fit))],
+        &[],
+    )
+}
+
+/// A CPU-bound thread under `h` with the linear curve of slope `r`.
+fn linear(b: Build, name: &str, r: &str) -> Build {
+    b.thread_with(
+        name,
+        "h",
+        &[("r1", text(r)), ("r2", text(r))],
+        None,
+        vec![run_ms(1000)],
+    )
+}
+
+#[test]
+fn partitioned_hfsc_labels_each_placed_curve_and_refuses_what_fits_no_vp() {
+    // 2 CPUs, three <0.6, 0, 0.6>: one per VP, the third refused.
+    let mut b = hfsc_partitioned(2, "first");
+    for n in ["a", "b", "c"] {
+        b = linear(b, n, "0.6");
+    }
+    let a = b.analyse();
+    assert_eq!(a.edge(None, "h").unwrap().vps, 2);
+    assert_eq!(label(&a, "h", "a"), "PS 0.6");
+    assert_eq!(label(&a, "h", "b"), "PS 0.6");
+    let why = |n: &str| edge(&a, "h", n).why.clone().unwrap();
+    assert!(
+        why("a").contains("vp0 of 2") && why("a").contains("first fit"),
+        "{}",
+        why("a")
+    );
+    assert!(why("b").contains("vp1 of 2"), "{}", why("b"));
+    assert_eq!(label(&a, "h", "c"), "NULL");
+    assert!(edge(&a, "h", "c").refused);
+    // A refused thread runs elsewhere: a warning naming each VP's load.
+    let w = messages(&a, Severity::Warning);
+    assert!(
+        w.len() == 1
+            && w[0].contains("thread `c`")
+            && w[0].contains("vp0 (Σ r2 = 0.6)")
+            && w[0].contains("vp1 (Σ r2 = 0.6)"),
+        "{w:?}"
+    );
+    assert!(a.composes());
+
+    // The default mode on the same 2 CPUs claims nothing.
+    let mut b = scenario(2).sched("h", "hfsc", &[], &[]);
+    for n in ["a", "b"] {
+        b = linear(b, n, "0.4");
+    }
+    let a = b.analyse();
+    assert_eq!(label(&a, "h", "a"), "NULL");
+    assert!(messages(&a, Severity::Warning)[0].contains("several CPUs"));
+
+    // 4 CPUs: four 0.7 and four 0.3 fill them (Σ r2 = 1 on each), a 0.05
+    // fits nowhere.
+    let mut b = hfsc_partitioned(4, "first");
+    for i in 0..4 {
+        b = linear(b, &format!("big{i}"), "0.7");
+    }
+    for i in 0..4 {
+        b = linear(b, &format!("small{i}"), "0.3");
+    }
+    let a = linear(b, "late", "0.05").analyse();
+    for i in 0..4 {
+        assert_eq!(label(&a, "h", &format!("big{i}")), "PS 0.7");
+        assert_eq!(label(&a, "h", &format!("small{i}")), "PS 0.3");
+        let why = edge(&a, "h", &format!("small{i}")).why.clone().unwrap();
+        assert!(
+            why.contains(&format!("vp{i} of 4")) && why.contains("Σ r2 there 1"),
+            "{why}"
+        );
+    }
+    assert!(edge(&a, "h", "late").refused);
+}
+
+#[test]
+fn partitioned_hfsc_replays_first_and_worst_fit_as_the_policy_places() {
+    // Three 0.3: first fit all on vp0; worst fit vp0, vp1, vp0.
+    let place = |fit: &str| {
+        let mut b = hfsc_partitioned(2, fit);
+        for n in ["x", "y", "z"] {
+            b = linear(b, n, "0.3");
+        }
+        let a = b.analyse();
+        ["x", "y", "z"]
+            .iter()
+            .map(|n| {
+                assert_eq!(label(&a, "h", n), "PS 0.3");
+                let why = edge(&a, "h", n).why.clone().unwrap();
+                why.split("on vp").nth(1).unwrap()[..1].to_string()
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(place("first"), ["0", "0", "0"]);
+    assert_eq!(place("worst"), ["0", "1", "0"]);
+}
+
+#[test]
+fn partitioned_hfsc_needs_all_on_each_vp_and_refusing_a_scheduler_is_an_error() {
+    // Under fp at the top priority with 2 VPs on 2 CPUs: ALL on each.
+    let b = scenario(2)
+        .sched("root", "fp", &[], &[])
+        .sched(
+            "h",
+            "hfsc",
+            &[("multiprocessor", text("partitioned"))],
+            &[("root", &[("prio", int(10))])],
+        )
+        .vps("h", "root", 2);
+    let a = linear(linear(b, "a", "0.9"), "b", "0.9").analyse();
+    assert_eq!(label(&a, "h", "a"), "PS 0.9");
+    assert_eq!(label(&a, "h", "b"), "PS 0.9");
+    assert!(a.problems.is_empty(), "{:?}", a.problems);
+
+    // Under round robin (NULL): nothing, a warning.
+    let b = scenario(2)
+        .sched("ts", "rr", &[], &[])
+        .sched(
+            "h",
+            "hfsc",
+            &[("multiprocessor", text("partitioned"))],
+            &[("ts", &[])],
+        )
+        .vps("h", "ts", 2);
+    let a = linear(b, "a", "0.5").analyse();
+    assert_eq!(label(&a, "h", "a"), "NULL");
+    assert!(a.composes());
+
+    // A child scheduler no VP admits cannot attach: an error. Schedulers
+    // attach before threads arrive, in child order: s0 vp0, s1 vp1, s2
+    // refused (0.8 + 0.8 > 1 on both).
+    let mut b = hfsc_partitioned(2, "first");
+    for i in 0..3 {
+        let s = format!("s{i}");
+        b = b
+            .sched(
+                &s,
+                "rr",
+                &[],
+                &[("h", &[("r1", text("0.8")), ("r2", text("0.8"))])],
+            )
+            .thread(&format!("t{i}"), &s, &[]);
+    }
+    let a = b.analyse();
+    assert_eq!(label(&a, "h", "s0"), "PS 0.8");
+    assert_eq!(label(&a, "h", "s1"), "PS 0.8");
+    let e = only_error(&a);
+    assert!(
+        e.contains("scheduler `s2`") && e.contains("no VP admits"),
+        "{e}"
+    );
+    assert!(edge(&a, "h", "s2").refused);
+}
+
+#[test]
+fn partitioned_hfsc_promises_a_placement_only_if_departures_cannot_change_it() {
+    // 2 CPUs. x, y (0.6) at 0; z (0.3) at 5 ms; w (0.4) at 10 ms. Replay:
+    // x vp0, y vp1, z vp0 (0.9), w vp1 (1.0). x or y may have left before
+    // z and w join (they joined earlier), so placement may differ: z is
+    // promised since it fits whatever left (2 x 0.3 + 1.2 = 1.8 <= 2: some
+    // VP's peak load is at most 0.6), w is not (2 x 0.4 + 1.5 = 2.3 > 2).
+    let mut b = hfsc_partitioned(2, "first");
+    for (n, r) in [("x", "0.6"), ("y", "0.6"), ("z", "0.3"), ("w", "0.4")] {
+        b = linear(b, n, r);
+    }
+    b.scn.threads[2].arrival = hsched_core::Instant::ZERO + hsched_core::Duration::from_millis(5);
+    b.scn.threads[3].arrival = hsched_core::Instant::ZERO + hsched_core::Duration::from_millis(10);
+    let a = b.analyse();
+    assert_eq!(label(&a, "h", "x"), "PS 0.6");
+    assert_eq!(label(&a, "h", "y"), "PS 0.6");
+    assert_eq!(label(&a, "h", "z"), "PS 0.3");
+    assert_eq!(label(&a, "h", "w"), "NULL");
+    let why = edge(&a, "h", "w").why.clone().unwrap();
+    assert!(why.contains("only if no earlier child left"), "{why}");
+    assert!(!edge(&a, "h", "w").refused);
+    // All joining at once: the replay is what the policy sees, w promised.
+    b.scn.threads[2].arrival = hsched_core::Instant::ZERO;
+    b.scn.threads[3].arrival = hsched_core::Instant::ZERO;
+    assert_eq!(label(&b.analyse(), "h", "w"), "PS 0.4");
+}
+
+#[test]
+fn hfsc_refuses_a_global_mode_and_bad_fit_values() {
+    for (own, needle) in [
+        (vec![("multiprocessor", text("global"))], "no published"),
+        (vec![("multiprocessor", text("spread"))], "\"partitioned\""),
+        (
+            vec![
+                ("multiprocessor", text("partitioned")),
+                ("fit", text("best")),
+            ],
+            "\"worst\"",
+        ),
+        (vec![("fit", text("worst"))], "needs `multiprocessor`"),
+    ] {
+        let a = scenario(2)
+            .sched("h", "hfsc", &own, &[])
+            .thread("t", "h", &[])
+            .analyse();
+        let e = only_error(&a);
+        assert!(e.contains(needle), "{e}");
+    }
+}

@@ -6,7 +6,8 @@
 
 use hsched_core::{ChildId, Duration, Instant, Params, Value};
 use hsched_policies::hfsc::{
-    admissible, parse_classes, parse_rate, ClassSpec, Curve, Hfsc, ServiceCurve, PPM,
+    admissible, parse_classes, parse_fit, parse_mode, parse_modes, parse_rate, place, ClassSpec,
+    Curve, Fit, Hfsc, Mode, ServiceCurve, PPM,
 };
 use hsched_policies::testkit::{Harness, Parent};
 use proptest::prelude::*;
@@ -467,6 +468,215 @@ proptest! {
         }
         let end = 1200 * MS;
         h.advance_to(Instant(end));
+        for &(id, s, start) in &admitted {
+            for t in (start..=end).step_by(5 * MS as usize) {
+                let got = service_between(&h, id, start, t);
+                let owed = s.at(t - start);
+                prop_assert!(
+                    got + 2 * Q.as_nanos() >= owed,
+                    "{} with {:?} from {}: {} by {} but owed {}", id, s, start, got, t, owed
+                );
+            }
+        }
+    }
+}
+
+// ----- several VPs ------------------------------------------------------------
+
+fn partitioned(vps: u32, fit: Fit, classes: &str) -> Harness<Hfsc> {
+    let classes = parse_classes(classes).unwrap();
+    let sched = Hfsc::with_mode(Q, classes, Mode::Partitioned, fit).unwrap();
+    Harness::new(Box::new(sched), vps, Parent::Root)
+}
+
+fn vp_of(h: &Harness<Hfsc>, child: ChildId) -> u32 {
+    h.sched().placed_on(child).expect("placed").0
+}
+
+#[test]
+fn modes_parse_and_global_is_refused_naming_the_supported_modes() {
+    assert_eq!(parse_mode("one"), Ok(Mode::One));
+    assert_eq!(parse_mode("partitioned"), Ok(Mode::Partitioned));
+    let e = parse_mode("global").unwrap_err();
+    assert!(
+        e.contains("no published") && e.contains("\"one\"") && e.contains("\"partitioned\""),
+        "{e}"
+    );
+    assert!(parse_mode("spread")
+        .unwrap_err()
+        .contains("\"partitioned\""));
+    assert_eq!(parse_fit("first"), Ok(Fit::First));
+    assert_eq!(parse_fit("worst"), Ok(Fit::Worst));
+    assert!(parse_fit("best").unwrap_err().contains("\"worst\""));
+    let p = |m: &str, f: &str| {
+        Params::new()
+            .with("multiprocessor", Value::Str(m.into()))
+            .with("fit", Value::Str(f.into()))
+    };
+    assert_eq!(
+        parse_modes(&p("partitioned", "worst")),
+        Ok((Mode::Partitioned, Fit::Worst))
+    );
+    assert_eq!(parse_modes(&Params::new()), Ok((Mode::One, Fit::First)));
+    // `fit` alone would be ignored: refused.
+    assert!(parse_modes(&p("one", "worst"))
+        .unwrap_err()
+        .contains("partitioned"));
+}
+
+#[test]
+fn partitioned_admits_one_cpu_of_curves_per_vp_and_names_each_vps_load() {
+    // 2 VPs, three <0.6, 0, 0.6>: 0.6 + 0.6 > 1 on a VP, so one per VP;
+    // the third fits on neither (Σ r2 would be 1.2 on each).
+    let mut h = partitioned(2, Fit::First, "");
+    let a = h.register(&curve("0.6", 0, "0.6")).unwrap();
+    let b = h.register(&curve("0.6", 0, "0.6")).unwrap();
+    assert_eq!((vp_of(&h, a), vp_of(&h, b)), (0, 1));
+    let e = h.register(&curve("0.6", 0, "0.6")).unwrap_err().0;
+    assert!(
+        e.contains("not admitted")
+            && e.contains("vp0 (Σ r2 = 0.6)")
+            && e.contains("vp1 (Σ r2 = 0.6)")
+            && e.contains("1.2"),
+        "{e}"
+    );
+    // Today's mode on the same 2 VPs admits one CPU's worth: only one.
+    let mut one = Harness::new(Box::new(Hfsc::new(Q, vec![]).unwrap()), 2, Parent::Root);
+    one.register(&curve("0.6", 0, "0.6")).unwrap();
+    assert!(one.register(&curve("0.6", 0, "0.6")).is_err());
+    assert_eq!(one.sched().placed_on(ChildId(0)), None);
+
+    // 4 VPs: four <0.9, 0, 0.9>, then four <0.1, 0, 0.1>, first fit: each
+    // 0.9 on its own VP (0.9 + 0.9 > 1), each 0.1 on the lowest VP still
+    // at 0.9 (Σ r2 1.0 on every VP), then nothing more fits anywhere.
+    let mut h = partitioned(4, Fit::First, "");
+    for k in 0..4 {
+        let id = h.register(&curve("0.9", 0, "0.9")).unwrap();
+        assert_eq!(vp_of(&h, id), k);
+    }
+    for k in 0..4 {
+        let id = h.register(&curve("0.1", 0, "0.1")).unwrap();
+        assert_eq!(vp_of(&h, id), k);
+    }
+    let e = h.register(&curve("0.01", 0, "0.01")).unwrap_err().0;
+    assert!(e.contains("vp3 (Σ r2 = 1)"), "{e}");
+    // The per-VP test is the exact one: Fig. 10's pair <0.9, 2s, 0.1> +
+    // <0.1, 2s, 0.9> (peaks 1.8) shares a VP.
+    let mut h = partitioned(2, Fit::First, "");
+    let x = h.register(&curve("0.9", 2000, "0.1")).unwrap();
+    let y = h.register(&curve("0.1", 2000, "0.9")).unwrap();
+    assert_eq!((vp_of(&h, x), vp_of(&h, y)), (0, 0));
+}
+
+#[test]
+fn first_fit_packs_and_worst_fit_spreads() {
+    // <0.3, 0, 0.3> three times, then <0.5, 0, 0.5>:
+    // first fit: 0.3, 0.3, 0.3 on vp0 (Σ r2 0.9), 0.5 on vp1;
+    // worst fit: vp0, vp1 (0.3 < 0.6), vp0 (tie 0.6 = 0.6: lowest),
+    // then 0.5 on vp1 (0.8 < vp0's 1.1, which fails anyway).
+    let place_all = |fit| {
+        let mut h = partitioned(2, fit, "");
+        let ids: Vec<ChildId> = ["0.3", "0.3", "0.3", "0.5"]
+            .iter()
+            .map(|r| h.register(&curve(r, 0, r)).unwrap())
+            .collect();
+        ids.iter().map(|&id| vp_of(&h, id)).collect::<Vec<_>>()
+    };
+    assert_eq!(place_all(Fit::First), vec![0, 0, 0, 1]);
+    assert_eq!(place_all(Fit::Worst), vec![0, 1, 0, 1]);
+    // The shared placement function says the same.
+    let v = vec![vec![sc(300_000, 0, 300_000)], vec![]];
+    assert_eq!(place(&v, sc(300_000, 0, 300_000), Fit::First), Ok(0));
+    assert_eq!(place(&v, sc(300_000, 0, 300_000), Fit::Worst), Ok(1));
+}
+
+#[test]
+fn best_effort_children_go_where_there_are_fewest_and_classes_are_per_vp() {
+    let mut h = partitioned(2, Fit::First, "be:0.2");
+    let rt = h.register(&curve("0.9", 0, "0.9")).unwrap();
+    let be = |h: &mut Harness<Hfsc>| {
+        let p = curve("0.1", 0, "0.1")
+            .with("best_effort", Value::Bool(true))
+            .with("class", Value::Str("be".into()));
+        h.register(&p).unwrap()
+    };
+    // Not admission controlled: the fewest best-effort children, ties low.
+    let (b0, b1, b2) = (be(&mut h), be(&mut h), be(&mut h));
+    assert_eq!(vp_of(&h, rt), 0);
+    assert_eq!((vp_of(&h, b0), vp_of(&h, b1), vp_of(&h, b2)), (0, 1, 0));
+    // Each VP runs its own: vp1's only child is b1, which gets all of vp1;
+    // on vp0, rt and b0, b2 share by curve then by link sharing.
+    for id in [rt, b0, b1, b2] {
+        h.wake(id);
+    }
+    h.advance_to(ms(100));
+    assert_eq!(h.cpu_time(b1), Duration::from_millis(100));
+    assert!(
+        h.cpu_time(rt) >= Duration::from_millis(89),
+        "{:?}",
+        h.cpu_time(rt)
+    );
+    for s in h.segments() {
+        assert_eq!(s.vp.0, vp_of(&h, s.child), "{s:?}");
+    }
+    // A child leaving frees its VP's room.
+    h.unregister(rt);
+    let again = h.register(&curve("0.9", 0, "0.9")).unwrap();
+    assert_eq!(vp_of(&h, again), 0);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Partitioned on 2 or 4 VPs, first or worst fit: greedy threads with
+    /// random curves (more than one CPU's worth, so placement matters) and
+    /// a best-effort competitor per VP. Every admitted curve is met from its
+    /// activation at every 5 ms sample to within 2 quanta (as on one CPU),
+    /// every child runs only on the VP it was placed on, and the children
+    /// admitted are exactly those the shared placement function admits.
+    #[test]
+    fn partitioned_curves_are_met_on_their_own_vp(
+        threads in prop::collection::vec((1u32..=90, 0u64..=300, 1u32..=90, 0u64..=200), 1..12),
+        four in any::<bool>(),
+        worst in any::<bool>(),
+    ) {
+        let vps = if four { 4 } else { 2 };
+        let fit = if worst { Fit::Worst } else { Fit::First };
+        let mut h = partitioned(vps, fit, "top:0.2, top/be:0.1");
+        let mut model: Vec<Vec<ServiceCurve>> = vec![Vec::new(); vps as usize];
+        let mut admitted = Vec::new();
+        for &(r1, x, r2, start) in &threads {
+            let s = sc(r1 * 10_000, x * MS, r2 * 10_000);
+            let params = curve(&format!("0.{r1:02}"), x, &format!("0.{r2:02}"));
+            let expect = place(&model, s, fit);
+            match h.register(&params) {
+                Ok(id) => {
+                    let k = vp_of(&h, id);
+                    prop_assert_eq!(expect, Ok(k as usize));
+                    model[k as usize].push(s);
+                    admitted.push((id, s, start * MS));
+                }
+                Err(_) => prop_assert!(expect.is_err()),
+            }
+        }
+        for _ in 0..vps {
+            let be = curve("0.1", 0, "0.1")
+                .with("best_effort", Value::Bool(true))
+                .with("class", Value::Str("be".into()));
+            let id = h.register(&be).unwrap();
+            h.wake(id);
+        }
+        let mut starts: Vec<_> = admitted.iter().map(|&(id, _, s)| (s, id)).collect();
+        starts.sort();
+        for (s, id) in starts {
+            h.advance_to(Instant(s));
+            h.wake(id);
+        }
+        let end = 1200 * MS;
+        h.advance_to(Instant(end));
+        for s in h.segments() {
+            prop_assert_eq!(s.vp.0, vp_of(&h, s.child));
+        }
         for &(id, s, start) in &admitted {
             for t in (start..=end).step_by(5 * MS as usize) {
                 let got = service_between(&h, id, start, t);

@@ -35,7 +35,9 @@
 //! others bring is extra, not promised (EDF-based rules stay valid: a job
 //! set EDF meets on one processor, global EDF meets on several). `sfq`,
 //! `bvt`, `frc`, `rcsp` and `hfsc` claim nothing on several CPUs (their own documentation claims no
-//! bound there). `res` and `dbs` have multiprocessor modes of their own
+//! bound there), except `hfsc` with `multiprocessor = "partitioned"`: each
+//! child is placed on one VP and each VP is a uniprocessor HFSC. `res`,
+//! `dbs` and `rialto` have multiprocessor modes of their own
 //! (`multiprocessor`: partitioned, or global EDF for `res`), analysed by
 //! their rules ([`reservation`]).
 //!

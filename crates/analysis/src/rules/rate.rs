@@ -26,28 +26,44 @@
 //! **`hfsc`**: `ALL -> PS+`. A child with the service curve `⟨r1, x, r2⟩`,
 //! admitted (the curves of the non-best-effort children, anchored at the
 //! same instant, sum to at most `t` for every `t`: the policy's admission
-//! test, checked here the same way), receives at least its
-//! curve from the start of each backlogged period, less a quantum (§5: the
-//! real-time criterion meets every deadline of admitted curves): in the
-//! long run the slope `r2`, so PS `r2`. No PSBE is claimed: link sharing
-//! serves a child in advance and may then hold it below any rate for a
-//! while (Fig. 10: `y` drops below `r2` after being served early), so no
-//! bound holds over *every* interval. Best-effort children (and, when the
-//! curves exceed the CPU, every child: some will be refused, an error) get
-//! NULL. Service curves are in real time: under anything but ALL nothing is
-//! claimed.
+//! test, [`hsched_policies::hfsc::admissible`], called here), receives at
+//! least its curve from the start of each backlogged period, less a quantum
+//! (§5: the real-time criterion meets every deadline of admitted curves):
+//! in the long run the slope `r2`, so PS `r2`. No PSBE is claimed: link
+//! sharing serves a child in advance and may then hold it below any rate
+//! for a while (Fig. 10: `y` drops below `r2` after being served early), so
+//! no bound holds over *every* interval. Best-effort children (and, when
+//! the curves exceed the CPU, every child: some will be refused, an error)
+//! get NULL. Service curves are in real time: under anything but ALL
+//! nothing is claimed.
 //!
-//! **Limits.** One CPU: on several VPs none of the three claims anything
-//! (the papers' bounds are uniprocessor). Children of an `hfsc` class tree
-//! (`class`) are analysed by their own curves only; the classes' shares of
-//! the excess are not claimed.
+//! **`hfsc` on several VPs.** With `multiprocessor = "one"` (the default)
+//! nothing is claimed on several VPs (one set of curves served from every
+//! VP: the paper's bound is uniprocessor). With `"partitioned"` each child
+//! is placed on one VP at admission and runs only there, so each VP is a
+//! uniprocessor HFSC: placement is replayed in the order the children join
+//! through the policy's own placement code
+//! ([`hsched_policies::hfsc::place`], first or worst fit), a child placed
+//! gets PS `r2` when the node receives ALL on every VP it holds (one whole
+//! CPU per VP), and one no VP admits is refused (a thread: a warning, it
+//! runs elsewhere; a scheduler: an error). A placement that could differ
+//! because an earlier child may have left is promised only when it fits
+//! whatever left (see `hfsc_partitioned`). `"global"` is refused at build
+//! time: no published multiprocessor test for service curves applies.
+//!
+//! **Limits.** One CPU for `frc` and `rcsp`, and for `hfsc` unless
+//! partitioned: on several VPs they claim nothing (the papers' bounds are
+//! uniprocessor). Children of an `hfsc` class tree (`class`) are analysed
+//! by their own curves only; the classes' shares of the excess are not
+//! claimed (partitioned, each VP has its own copy of the class tree).
 
 use super::proportional::{as_ps, usable};
 use super::{duration_param, parse_rate, rate_text, str_param, Eval, Label, Node, Severity};
 use super::{Child, ChildKind, Verdict};
 use crate::guarantee::Guarantee;
 use crate::ratio::Ratio;
-use hsched_core::{Duration, Value};
+use hsched_core::{Duration, Instant, Value};
+use hsched_policies::hfsc::{self as hfsc_policy, Fit as HfscFit, Mode as HfscMode, ServiceCurve};
 
 /// (policy, Table 1 row, rule).
 pub const RULES: &[(&str, &str, Eval)] = &[
@@ -61,7 +77,7 @@ pub const FRC_DEFAULT_RATE: &str = "0.1";
 pub const FRC_DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
 pub const FRC_DEFAULT_MIN_QUANTUM: Duration = Duration::from_millis(1);
 /// The `hfsc` policy's default slopes.
-pub const HFSC_DEFAULT_RATE: &str = "0.05";
+pub const HFSC_DEFAULT_RATE: &str = hfsc_policy::DEFAULT_RATE;
 
 pub fn frc(node: &Node<'_>) -> Verdict {
     rate_controlled(node, 1)
@@ -374,30 +390,6 @@ fn rate_text_any(r: Ratio) -> String {
     }
 }
 
-/// The `hfsc` policy's admission test: all curves anchored at the same
-/// instant stay under the CPU, `Σ S_i(t) ≤ t`. `Σ S_i(t) − t` is linear
-/// between breakpoints and 0 at 0, so checking every breakpoint `x_i` and
-/// the final slope `Σ r2 ≤ 1` is exact. Rates in ppm rounded up (the policy
-/// holds ppm; rounding up can only refuse more).
-fn admissible(curves: &[(Ratio, Duration, Ratio)]) -> bool {
-    let ppm = |r: Ratio| (u128::from(r.num()) * 1_000_000).div_ceil(u128::from(r.den()));
-    let at = |t: u128| -> u128 {
-        curves
-            .iter()
-            .map(|&(r1, x, r2)| {
-                let x = u128::from(x.as_nanos());
-                ppm(r1) * t.min(x) + ppm(r2) * t.saturating_sub(x)
-            })
-            .sum()
-    };
-    let slope: u128 = curves.iter().map(|&(_, _, r2)| ppm(r2)).sum();
-    slope <= 1_000_000
-        && curves.iter().all(|&(_, x, _)| {
-            let t = u128::from(x.as_nanos());
-            at(t) <= 1_000_000 * t
-        })
-}
-
 fn ns(x: u128) -> Duration {
     Duration(u64::try_from(x).unwrap_or(u64::MAX))
 }
@@ -408,8 +400,58 @@ fn ceil_ns(x: u128, r: Ratio) -> Duration {
     num.map_or(Duration::MAX, |n| ns(n.div_ceil(u128::from(r.den()))))
 }
 
+/// A rate in ppm as a ratio (exact: the policy holds ppm).
+fn ppm_ratio(ppm: u32) -> Ratio {
+    Ratio::new(u64::from(ppm), 1_000_000).unwrap_or(Ratio::ZERO)
+}
+
+/// A curve as the labels print it: `<0.5, 10ms, 0.1>`.
+fn curve_text(s: &ServiceCurve) -> String {
+    format!(
+        "<{}, {}, {}>",
+        rate_text_any(ppm_ratio(s.r1)),
+        Duration(s.x),
+        rate_text(ppm_ratio(s.r2))
+    )
+}
+
 pub fn hfsc(node: &Node<'_>) -> Verdict {
     let mut v = Verdict::all_null(node);
+    if node.children.is_empty() {
+        return v;
+    }
+    // The policy's own readers: a value it refuses at build time is an
+    // error here.
+    let (mode, fit) = match hfsc_policy::parse_modes(node.params) {
+        Ok(m) => m,
+        Err(e) => {
+            v.problems
+                .push(node.problem(Severity::Error, format!("{}: {e}", node.who())));
+            return v;
+        }
+    };
+    let mut curves = Vec::with_capacity(node.children.len());
+    for c in &node.children {
+        match hfsc_policy::child_curve(c.params) {
+            Ok(x) => curves.push(x),
+            Err(e) => {
+                v.problems.push(node.child_problem(
+                    c,
+                    Severity::Error,
+                    format!("{} under {}: {e}", c.describe(), node.who()),
+                ));
+                return v;
+            }
+        }
+    }
+    match mode {
+        HfscMode::One => hfsc_one(node, &curves, v),
+        HfscMode::Partitioned => hfsc_partitioned(node, &curves, fit, v),
+    }
+}
+
+/// `multiprocessor = "one"`: all the curves against one CPU, on one VP.
+fn hfsc_one(node: &Node<'_>, curves: &[(ServiceCurve, bool)], mut v: Verdict) -> Verdict {
     if !usable(node, &mut v) {
         return v;
     }
@@ -425,40 +467,8 @@ pub fn hfsc(node: &Node<'_>) -> Verdict {
         ));
         return v;
     }
-    let mut curves = Vec::with_capacity(node.children.len());
-    for c in &node.children {
-        let rate = |key: &str| match c.params.get(key) {
-            None => parse_rate(HFSC_DEFAULT_RATE),
-            // r1 may be 0 (a convex curve); parse_rate refuses 0.
-            Some(Value::Str(s)) => parse_rate(s).or_else(|e| {
-                if e.contains("is 0") {
-                    Ok(Ratio::ZERO)
-                } else {
-                    Err(e)
-                }
-            }),
-            Some(v) => Err(format!("`{key}` = {v}: expected a decimal string")),
-        };
-        let best_effort = matches!(c.params.get("best_effort"), Some(Value::Bool(true)));
-        let x = duration_param(c.params, "x", Some(Duration::ZERO));
-        match rate("r1").and_then(|r1| Ok((r1, x?.unwrap_or(Duration::ZERO), rate("r2")?))) {
-            Ok((r1, x, r2)) => curves.push((r1, x, r2, best_effort)),
-            Err(e) => {
-                v.problems.push(node.child_problem(
-                    c,
-                    Severity::Error,
-                    format!("{} under {}: {e}", c.describe(), node.who()),
-                ));
-                return v;
-            }
-        }
-    }
-    let real_time: Vec<(Ratio, Duration, Ratio)> = curves
-        .iter()
-        .filter(|c| !c.3)
-        .map(|&(r1, x, r2, _)| (r1, x, r2))
-        .collect();
-    if !admissible(&real_time) {
+    let real_time: Vec<ServiceCurve> = curves.iter().filter(|c| !c.1).map(|c| c.0).collect();
+    if hfsc_policy::admissible(&real_time).is_err() {
         v.problems.push(node.problem(
             Severity::Error,
             format!(
@@ -468,16 +478,139 @@ pub fn hfsc(node: &Node<'_>) -> Verdict {
         ));
         return v;
     }
-    for (i, &(r1, _, r2, best_effort)) in curves.iter().enumerate() {
+    for (i, (s, best_effort)) in curves.iter().enumerate() {
         if !best_effort {
             v.labels[i] = Label::because(
-                Guarantee::Ps(r2),
+                Guarantee::Ps(ppm_ratio(s.r2)),
                 format!(
                     "service curve <{}, x, {}>: long-term slope r2",
-                    rate_text_any(r1),
-                    rate_text(r2)
+                    rate_text_any(ppm_ratio(s.r1)),
+                    rate_text(ppm_ratio(s.r2))
                 ),
             );
+        }
+    }
+    v
+}
+
+/// `multiprocessor = "partitioned"`: placement replayed in the order the
+/// children join (by arrival, ties in child order) through the policy's own
+/// [`hfsc_policy::place`], each VP a uniprocessor HFSC.
+///
+/// A child placed in the replay is promised PS r2 when its placement does
+/// not depend on who left before it joined: either no earlier child can
+/// have left (the policy then sees exactly the replay's state), or it fits
+/// whatever left, because some VP's peak load is at most the average
+/// `P/N` of the peaks `P` of every earlier child (admitted or not), and
+/// `P/N + max(r1, r2) <= 1` passes that VP's test. A thread joining
+/// before it may have left when it joined strictly earlier or does not use
+/// the CPU (it may finish at once); a scheduler stays.
+fn hfsc_partitioned(
+    node: &Node<'_>,
+    curves: &[(ServiceCurve, bool)],
+    fit: HfscFit,
+    mut v: Verdict,
+) -> Verdict {
+    let n = node.vps();
+    // Labels need ALL on every VP: each VP is then a whole CPU of its own.
+    let promising = if node.input() == Guarantee::Null {
+        v.problems.push(node.problem(
+            Severity::Warning,
+            format!(
+                "{}: hfsc receiving NULL gives NULL ({}): its children are best effort",
+                node.under(),
+                node.given()
+            ),
+        ));
+        false
+    } else if node.inputs.iter().any(|i| i.guarantee != Guarantee::All) {
+        v.problems.push(node.problem(
+            Severity::Warning,
+            format!(
+                "{}: partitioned hfsc's service curves are in real time and hold only when each VP is a whole CPU (ALL), but {}: its children get NULL",
+                node.under(),
+                node.given()
+            ),
+        ));
+        false
+    } else {
+        true
+    };
+    let fit_name = match fit {
+        HfscFit::First => "first fit",
+        HfscFit::Worst => "worst fit",
+    };
+    let mut order: Vec<usize> = (0..node.children.len()).collect();
+    order.sort_by_key(|&i| node.children[i].arrival);
+    let mut placed: Vec<Vec<ServiceCurve>> = vec![Vec::new(); n as usize];
+    // Over the earlier children with curves: Σ max(r1, r2), and whether
+    // one may have left (see above).
+    let (mut peaks, mut earlier): (u64, usize) = (0, 0);
+    let mut first_thread: Option<Instant> = None;
+    let mut idle_thread = false;
+    for i in order {
+        let (s, best_effort) = curves[i];
+        let c = &node.children[i];
+        if best_effort {
+            v.labels[i] = Label::because(
+                Guarantee::Null,
+                "best effort: no curve, placed on the VP with the fewest best-effort children",
+            );
+            continue;
+        }
+        let peak = u64::from(s.r1.max(s.r2));
+        let may_have_left = idle_thread || first_thread.is_some_and(|t| t < c.arrival);
+        match hfsc_policy::place(&placed, s, fit) {
+            Ok(k) => {
+                placed[k].push(s);
+                let load = hfsc_policy::r2_sum(&placed[k]);
+                let fits_anyway = u128::from(n) * u128::from(peak) + u128::from(peaks)
+                    <= u128::from(n) * 1_000_000;
+                if may_have_left && !fits_anyway {
+                    v.labels[i] = Label::because(
+                        Guarantee::Null,
+                        format!(
+                            "placed on vp{k} only if no earlier child left: one may have, and then placement can differ; the peaks of the {earlier} earlier curves ({}) leave no VP sure to fit max(r1, r2) = {}",
+                            rate_text_any(Ratio::new(peaks, 1_000_000).unwrap_or(Ratio::ZERO)),
+                            rate_text(ppm_ratio(s.r1.max(s.r2)))
+                        ),
+                    );
+                } else if promising {
+                    v.labels[i] = Label::because(
+                        Guarantee::Ps(ppm_ratio(s.r2)),
+                        format!(
+                            "service curve {} on vp{k} of {n} ({fit_name}; Σ r2 there {}): long-term slope r2",
+                            curve_text(&s),
+                            rate_text_any(Ratio::new(load, 1_000_000).unwrap_or(Ratio::ZERO))
+                        ),
+                    );
+                }
+            }
+            Err(e) => {
+                // A thread goes elsewhere; a scheduler cannot attach at all.
+                let (severity, then) = match c.kind {
+                    ChildKind::Thread => (
+                        Severity::Warning,
+                        format!("it runs under the default scheduler (or below the hierarchy, when {} is the default)", node.who()),
+                    ),
+                    ChildKind::Scheduler { .. } => {
+                        (Severity::Error, "the hierarchy cannot be built".to_string())
+                    }
+                };
+                let why = format!("partitioned hfsc ({fit_name}) refuses it: {e}");
+                v.problems.push(node.child_problem(
+                    c,
+                    severity,
+                    format!("{} under {}: {why}; {then}", c.describe(), node.who()),
+                ));
+                v.labels[i] = Label::refused(why);
+            }
+        }
+        peaks += peak;
+        earlier += 1;
+        if c.kind == ChildKind::Thread {
+            idle_thread |= !c.runs;
+            first_thread = Some(first_thread.map_or(c.arrival, |t| t.min(c.arrival)));
         }
     }
     v

@@ -79,22 +79,45 @@
 //! with the packet length replaced by the run length); the excess is
 //! shared in proportion to `r2` (and class rates) by FRC.
 //!
-//! **Limits.** Several CPUs
-//! are served from the same global sets (no guarantee claimed there). No
+//! **Several CPUs** (`multiprocessor`). `"one"` (the default): one
+//! CPU's worth of curves is admitted and every VP is served from the same
+//! sets (no guarantee claimed on several VPs). `"partitioned"`: each VP has
+//! its own part (children, class tree, sets) and is a uniprocessor HFSC. A
+//! child is placed once, at admission, and runs only on its VP (no
+//! migration: nothing is proven for it): a curve on the lowest-index VP
+//! whose admission test passes (`fit = "first"`), or on the one of those
+//! with the lowest `Σ r2` after adding it, ties to the lowest index
+//! (`fit = "worst"`); a best-effort child on the VP with the fewest
+//! best-effort children, ties to the lowest. A refusal names each VP's
+//! load. `classes` are per VP: each part has its own copy of the tree, the
+//! rates sharing that VP's CPU. The placement code ([`place`]) is shared
+//! with the analysis, which replays it. `"global"` is refused: we know no
+//! published admission test for service curves under global SCED.
+//!
+//! **Limits.** No
 //! preemption on wake-up: a waking child waits for the current decision
 //! (at most `quantum`). Cost: O(log n) per decision, wake-up, block and
 //! charge (times the depth of the class tree), plus O(log x) steps of a binary search in a concave curve
 //! update; admission is O(1) while `Σ max(r1, r2) <= 1`, else O(n²) (the exact
-//! breakpoint check).
+//! breakpoint check); partitioned, O(n) to gather each VP's curves, then
+//! the same test per VP tried.
 
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Scheduler, Value,
+    ParentVp, PolicyInfo, Reject, Scheduler, Value, VpState,
 };
 use std::collections::BTreeSet;
 
 mod curve;
+mod place;
 pub use curve::{admissible, parse_classes, parse_rate, ClassSpec, Curve, ServiceCurve, PPM};
+pub use place::{
+    child_curve, fits, parse_fit, parse_mode, parse_modes, place, place_best_effort, r2_sum, Fit,
+    Mode, MODES,
+};
+
+/// A child's default slopes `r1` and `r2`.
+pub const DEFAULT_RATE: &str = "0.05";
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "hfsc",
@@ -107,7 +130,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
           declared in `classes` (\"name:rate, parent/name:rate, ...\", nested to any depth; \
           child param `class`). `best_effort` \
           children are never eligible. Admission keeps the sum of curves under the CPU. \
-          Decisions last at most `quantum`.",
+          Decisions last at most `quantum`. On several VPs: `multiprocessor` \
+          \"one\" (default, one CPU's worth served from every VP, no claim there) or \
+          \"partitioned\" (each child placed on one VP at admission by `fit` \
+          \"first\" or \"worst\", admitted against that VP's CPU, never migrating; \
+          classes per VP); \"global\" is refused (no published test applies).",
     params,
     child_params,
     build,
@@ -142,6 +169,21 @@ fn params() -> Vec<ParamSpec> {
              or only real-time service does (Stoica et al.)",
         )
         .with_default(Value::Bool(true)),
+        ParamSpec::new(
+            "multiprocessor",
+            ParamKind::Str,
+            "\"one\": one CPU's worth of curves served from every VP (no claim on several); \
+             \"partitioned\": each child placed on one VP at admission, admitted against that \
+             VP's CPU, never migrating (\"global\" is refused: no published test applies)",
+        )
+        .with_default(Value::Str("one".into())),
+        ParamSpec::new(
+            "fit",
+            ParamKind::Str,
+            "partitioned placement: \"first\" (the lowest VP whose admission test passes) or \
+             \"worst\" (of those, the lowest Σ r2 after adding the child, ties to the lowest VP)",
+        )
+        .with_default(Value::Str("first".into())),
     ]
 }
 
@@ -152,7 +194,7 @@ fn child_params() -> Vec<ParamSpec> {
             ParamKind::Str,
             "slope of the service curve's first segment (decimal in [0, 1])",
         )
-        .with_default(Value::Str("0.05".into())),
+        .with_default(Value::Str(DEFAULT_RATE.into())),
         ParamSpec::new(
             "x",
             ParamKind::Duration {
@@ -166,7 +208,7 @@ fn child_params() -> Vec<ParamSpec> {
             ParamKind::Str,
             "slope after the first segment: the long-term rate (decimal in (0, 1])",
         )
-        .with_default(Value::Str("0.05".into())),
+        .with_default(Value::Str(DEFAULT_RATE.into())),
         ParamSpec::new(
             "class",
             ParamKind::Str,
@@ -184,7 +226,8 @@ fn child_params() -> Vec<ParamSpec> {
 
 fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     let classes = parse_classes(params.str("classes"))?;
-    let mut hfsc = Hfsc::new(params.duration("quantum"), classes)?;
+    let (mode, fit) = parse_modes(params)?;
+    let mut hfsc = Hfsc::with_mode(params.duration("quantum"), classes, mode, fit)?;
     hfsc.count_link_sharing = params.bool("count_link_sharing");
     Ok(Box::new(hfsc))
 }
@@ -278,10 +321,12 @@ struct Class {
     runnable: u32,
 }
 
-/// The HFSC scheduler. See the module documentation.
+/// The scheduling state of one CPU's worth of HFSC: its children with
+/// their curves, its copy of the class tree and its sets. With
+/// `multiprocessor = "one"` a single part serves every VP; partitioned, VP
+/// `k` is served by part `k` alone.
 #[derive(Debug)]
-pub struct Hfsc {
-    quantum: Duration,
+struct Part {
     children: ChildMap<Child>,
     classes: Vec<Class>,
     /// Root level: waiting leaves and classes with waiting children.
@@ -291,28 +336,190 @@ pub struct Hfsc {
     pending: BTreeSet<(u64, ChildId)>,
     /// Waiting eligible children, by deadline.
     eligible: BTreeSet<(u64, ChildId)>,
-    on_vp: Vec<Option<ChildId>>,
     runnable: u32,
     /// `Σ max(r1, r2)` over the admitted (not best-effort) children.
     peak_sum: u64,
+    /// Best-effort children placed here (partitioned placement spreads
+    /// them by this count).
+    best_effort: u32,
+}
+
+/// The HFSC scheduler. See the module documentation.
+#[derive(Debug)]
+pub struct Hfsc {
+    quantum: Duration,
+    class_specs: Vec<ClassSpec>,
+    mode: Mode,
+    fit: Fit,
+    /// One part (`Mode::One`), or one per VP (`Mode::Partitioned`).
+    parts: Vec<Part>,
+    /// The part each registered child belongs to.
+    home: ChildMap<u32>,
+    on_vp: Vec<Option<ChildId>>,
     /// Whether link-sharing service counts in `c` (see the module docs).
     pub count_link_sharing: bool,
 }
 
 impl Hfsc {
     /// An HFSC scheduler with decisions of at most `quantum` and the given
-    /// link-sharing classes (see [`parse_classes`]).
+    /// link-sharing classes (see [`parse_classes`]), on one CPU's worth
+    /// (`multiprocessor = "one"`).
     pub fn new(quantum: Duration, classes: Vec<ClassSpec>) -> Result<Self, String> {
+        Hfsc::with_mode(quantum, classes, Mode::One, Fit::First)
+    }
+
+    /// As [`Hfsc::new`], with a multiprocessor mode and, partitioned, a
+    /// placement rule.
+    pub fn with_mode(
+        quantum: Duration,
+        classes: Vec<ClassSpec>,
+        mode: Mode,
+        fit: Fit,
+    ) -> Result<Self, String> {
         if quantum.is_zero() {
             return Err("`quantum` must be longer than zero".into());
         }
-        Ok(Hfsc {
+        let mut hfsc = Hfsc {
             quantum,
+            class_specs: classes,
+            mode,
+            fit,
+            parts: Vec::new(),
+            home: ChildMap::new(),
+            on_vp: Vec::new(),
+            count_link_sharing: true,
+        };
+        hfsc.ensure_parts(1);
+        Ok(hfsc)
+    }
+
+    /// Partitioned: one part per VP held (the VPs are fixed when the
+    /// instance is created; this also covers harnesses that skip `init`).
+    fn ensure_parts(&mut self, vps: u32) {
+        let want = match self.mode {
+            Mode::One => 1,
+            Mode::Partitioned => vps.max(1) as usize,
+        };
+        while self.parts.len() < want {
+            self.parts.push(Part::new(&self.class_specs));
+        }
+    }
+
+    /// The part serving `vp`.
+    fn part_of_vp(&self, vp: ParentVp) -> usize {
+        match self.mode {
+            Mode::One => 0,
+            Mode::Partitioned => vp.index(),
+        }
+    }
+
+    fn child(&self, child: ChildId) -> Option<&Child> {
+        let k = *self.home.get(child)?;
+        self.parts[k as usize].children.get(child)
+    }
+
+    /// The VP a partitioned `hfsc` placed `child` on (`None` in mode
+    /// `"one"`, where every child may run on every VP, or if unknown).
+    pub fn placed_on(&self, child: ChildId) -> Option<ParentVp> {
+        match self.mode {
+            Mode::One => None,
+            Mode::Partitioned => self.home.get(child).map(|&k| ParentVp(k)),
+        }
+    }
+
+    /// `child`'s deadline curve, real-time service and ICD estimate.
+    pub fn rt_state(&self, child: ChildId) -> Option<(Option<Curve>, u64, u64)> {
+        self.child(child)
+            .map(|c| (c.deadline_curve, c.rt_service, c.icd))
+    }
+
+    /// `child`'s eligible time and deadline as last computed.
+    pub fn eligible_and_deadline(&self, child: ChildId) -> Option<(u64, u64)> {
+        self.child(child).map(|c| (c.eligible_at, c.deadline))
+    }
+
+    /// `child`'s link-sharing finish value.
+    pub fn finish(&self, child: ChildId) -> Option<Fin> {
+        self.child(child).map(|c| c.finish)
+    }
+
+    /// A class's finish value, by name (on the first VP's class tree when
+    /// partitioned: each VP has its own).
+    pub fn class_finish(&self, name: &str) -> Option<Fin> {
+        self.parts[0]
+            .classes
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.finish)
+    }
+
+    /// Asks for the CPUs part `k` needs: all runnable children's worth in
+    /// mode `"one"`; partitioned, VP `k` while anything placed there is
+    /// runnable (a VP holding a CPU with nothing to run gives it back at
+    /// its next decision).
+    fn want(&self, cx: &mut Cx, k: usize) {
+        let runnable = self.parts[k].runnable;
+        match self.mode {
+            Mode::One => cx.want_cpus(runnable),
+            Mode::Partitioned => {
+                let vp = ParentVp(k as u32);
+                if runnable > 0 {
+                    cx.request(vp);
+                } else if cx.vp_state(vp) == VpState::Requesting {
+                    cx.release(vp);
+                }
+            }
+        }
+    }
+
+    /// Whatever ran on `vp` stopped; a child still runnable waits again.
+    fn stop(&mut self, vp: ParentVp) -> Option<ChildId> {
+        let child = self.on_vp.get_mut(vp.index()).and_then(Option::take)?;
+        let k = *self.home.get(child)? as usize;
+        let part = &mut self.parts[k];
+        if part.children.get(child)?.state != State::Running(vp) {
+            return None;
+        }
+        part.insert_waiting(child);
+        Some(child)
+    }
+
+    /// Where a new child goes: part 0 in mode `"one"`, else by the
+    /// placement rule (see [`place`]).
+    fn placement(&self, curve: ServiceCurve, best_effort: bool) -> Result<usize, String> {
+        if best_effort {
+            return Ok(match self.mode {
+                Mode::One => 0,
+                Mode::Partitioned => {
+                    let counts: Vec<u32> = self.parts.iter().map(|p| p.best_effort).collect();
+                    place_best_effort(&counts)
+                }
+            });
+        }
+        match self.mode {
+            Mode::One => {
+                let part = &self.parts[0];
+                if part.peak_sum + u64::from(curve.r1.max(curve.r2)) > PPM {
+                    fits(&part.curves(), curve)?;
+                }
+                Ok(0)
+            }
+            Mode::Partitioned => {
+                let vps: Vec<Vec<ServiceCurve>> = self.parts.iter().map(Part::curves).collect();
+                place(&vps, curve, self.fit)
+            }
+        }
+    }
+}
+
+impl Part {
+    fn new(classes: &[ClassSpec]) -> Part {
+        Part {
             children: ChildMap::new(),
             classes: classes
-                .into_iter()
+                .iter()
                 .map(|c| Class {
-                    name: c.name,
+                    name: c.name.clone(),
                     rate: c.rate,
                     parent: c.parent,
                     finish: 0,
@@ -326,38 +533,19 @@ impl Hfsc {
             root_floor: 0,
             pending: BTreeSet::new(),
             eligible: BTreeSet::new(),
-            on_vp: Vec::new(),
             runnable: 0,
             peak_sum: 0,
-            count_link_sharing: true,
-        })
+            best_effort: 0,
+        }
     }
 
-    /// `child`'s deadline curve, real-time service and ICD estimate.
-    pub fn rt_state(&self, child: ChildId) -> Option<(Option<Curve>, u64, u64)> {
+    /// The curves admitted here (the non-best-effort children's).
+    fn curves(&self) -> Vec<ServiceCurve> {
         self.children
-            .get(child)
-            .map(|c| (c.deadline_curve, c.rt_service, c.icd))
-    }
-
-    /// `child`'s eligible time and deadline as last computed.
-    pub fn eligible_and_deadline(&self, child: ChildId) -> Option<(u64, u64)> {
-        self.children
-            .get(child)
-            .map(|c| (c.eligible_at, c.deadline))
-    }
-
-    /// `child`'s link-sharing finish value.
-    pub fn finish(&self, child: ChildId) -> Option<Fin> {
-        self.children.get(child).map(|c| c.finish)
-    }
-
-    /// A class's finish value, by name.
-    pub fn class_finish(&self, name: &str) -> Option<Fin> {
-        self.classes
             .iter()
-            .find(|c| c.name == name)
-            .map(|c| c.finish)
+            .filter(|(_, c)| !c.best_effort)
+            .map(|(_, c)| c.curve)
+            .collect()
     }
 
     fn class_key(&self, k: u32) -> (Fin, Node) {
@@ -486,11 +674,13 @@ impl Hfsc {
     }
 
     /// A runnable child stops being runnable (it may be waiting or running).
-    fn deactivate(&mut self, child: ChildId) {
+    /// Returns the VP it ran on, if it was running (the caller clears it).
+    fn deactivate(&mut self, child: ChildId) -> Option<ParentVp> {
+        let mut ran_on = None;
         match self.children[child].state {
-            State::Idle => return,
+            State::Idle => return None,
             State::Waiting => self.remove_waiting(child),
-            State::Running(vp) => self.on_vp[vp.index()] = None,
+            State::Running(vp) => ran_on = Some(vp),
         }
         self.children[child].state = State::Idle;
         let mut at = self.children[child].class;
@@ -500,16 +690,7 @@ impl Hfsc {
             at = cl.parent;
         }
         self.runnable -= 1;
-    }
-
-    /// Whatever ran on `vp` stopped; a child still runnable waits again.
-    fn stop(&mut self, vp: ParentVp) -> Option<ChildId> {
-        let child = self.on_vp.get_mut(vp.index()).and_then(Option::take)?;
-        if self.children[child].state != State::Running(vp) {
-            return None;
-        }
-        self.insert_waiting(child);
-        Some(child)
+        ran_on
     }
 
     /// The real-time choice: the eligible waiting child with the earliest
@@ -577,42 +758,21 @@ impl Scheduler for Hfsc {
         "hfsc"
     }
 
+    fn init(&mut self, cx: &mut Cx) {
+        self.ensure_parts(cx.vp_count());
+    }
+
     /// Reads the curve and class; admits a real-time child only if the sum
-    /// of curves stays under the CPU.
-    fn register_vp(&mut self, _cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
-        let rate = |key: &str, default: &str| -> Result<u32, Reject> {
-            let text = match params.get(key) {
-                Some(Value::Str(s)) => s.as_str(),
-                None => default,
-                Some(other) => {
-                    return Err(Reject(format!(
-                        "hfsc: `{key}` = {other:?}: expected a decimal rate string such as \"0.35\""
-                    )))
-                }
-            };
-            parse_rate(text).map_err(|e| Reject(format!("hfsc: `{key}`: {e}")))
-        };
-        let r1 = rate("r1", "0.05")?;
-        let r2 = rate("r2", "0.05")?;
-        if r2 == 0 {
-            return Err(Reject(
-                "hfsc: `r2` must be above 0 (it is the link-sharing rate)".into(),
-            ));
-        }
-        let x = params
-            .opt_duration("x")
-            .unwrap_or(Duration::ZERO)
-            .as_nanos();
-        let best_effort = matches!(params.get("best_effort"), Some(Value::Bool(true)));
-        if best_effort && r1 != r2 {
-            return Err(Reject(
-                "hfsc: a best-effort child needs `r1` = `r2` (section 5.2)".into(),
-            ));
-        }
+    /// of curves stays under the CPU (partitioned: under the CPU of the VP
+    /// the placement rule picks).
+    fn register_vp(&mut self, cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
+        self.ensure_parts(cx.vp_count());
+        let (curve, best_effort) = child_curve(params).map_err(|e| Reject(format!("hfsc: {e}")))?;
         let class = match params.get("class") {
             Some(Value::Str(name)) if !name.is_empty() => {
-                let Some(k) = self.classes.iter().position(|c| &c.name == name) else {
-                    let known: Vec<&str> = self.classes.iter().map(|c| c.name.as_str()).collect();
+                let Some(k) = self.class_specs.iter().position(|c| &c.name == name) else {
+                    let known: Vec<&str> =
+                        self.class_specs.iter().map(|c| c.name.as_str()).collect();
                     return Err(Reject(format!(
                         "hfsc: `class` = \"{name}\": no such class (declared: {})",
                         if known.is_empty() {
@@ -626,23 +786,18 @@ impl Scheduler for Hfsc {
             }
             _ => None,
         };
-        let curve = ServiceCurve { r1, x, r2 };
-        if !best_effort {
-            let peak = u64::from(r1.max(r2));
-            if self.peak_sum + peak > PPM {
-                let mut admitted: Vec<ServiceCurve> = self
-                    .children
-                    .iter()
-                    .filter(|(_, c)| !c.best_effort)
-                    .map(|(_, c)| c.curve)
-                    .collect();
-                admitted.push(curve);
-                admissible(&admitted).map_err(|e| Reject(format!("hfsc: not admitted: {e}")))?;
-            }
-            self.peak_sum += peak;
+        let k = self
+            .placement(curve, best_effort)
+            .map_err(|e| Reject(format!("hfsc: not admitted: {e}")))?;
+        let icd = self.quantum.as_nanos();
+        let part = &mut self.parts[k];
+        if best_effort {
+            part.best_effort += 1;
+        } else {
+            part.peak_sum += u64::from(curve.r1.max(curve.r2));
         }
-        let floor = self.level_floor(class);
-        self.children.insert(
+        let floor = part.level_floor(class);
+        part.children.insert(
             child,
             Child {
                 curve,
@@ -652,7 +807,7 @@ impl Scheduler for Hfsc {
                 deadline_curve: None,
                 rt_service: 0,
                 total_service: 0,
-                icd: self.quantum.as_nanos(),
+                icd,
                 burst_start: Instant::ZERO,
                 by_rt: false,
                 finish: floor,
@@ -662,36 +817,55 @@ impl Scheduler for Hfsc {
                 in_eligible: false,
             },
         );
+        self.home.insert(child, k as u32);
         Ok(())
     }
 
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.children.contains(child) {
+        let Some(&k) = self.home.get(child) else {
             return;
+        };
+        let k = k as usize;
+        let part = &mut self.parts[k];
+        if part.children[child].state != State::Idle {
+            if let Some(vp) = part.deactivate(child) {
+                self.on_vp[vp.index()] = None;
+            }
+            self.want(cx, k);
         }
-        if self.children[child].state != State::Idle {
-            self.deactivate(child);
-            cx.want_cpus(self.runnable);
-        }
-        if let Some(c) = self.children.remove(child) {
-            if !c.best_effort {
-                self.peak_sum -= u64::from(c.curve.r1.max(c.curve.r2));
+        let part = &mut self.parts[k];
+        if let Some(c) = part.children.remove(child) {
+            if c.best_effort {
+                part.best_effort -= 1;
+            } else {
+                part.peak_sum -= u64::from(c.curve.r1.max(c.curve.r2));
             }
         }
+        self.home.remove(child);
     }
 
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        if self.children[child].state != State::Idle {
+        let Some(&k) = self.home.get(child) else {
+            return;
+        };
+        let k = k as usize;
+        let part = &mut self.parts[k];
+        if part.children[child].state != State::Idle {
             return;
         }
-        self.activate(child, cx.now().as_nanos());
-        self.insert_waiting(child);
-        cx.want_cpus(self.runnable);
+        part.activate(child, cx.now().as_nanos());
+        part.insert_waiting(child);
+        self.want(cx, k);
     }
 
     /// A running child that blocks updates its ICD estimate by (10).
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        let c = &mut self.children[child];
+        let Some(&k) = self.home.get(child) else {
+            return;
+        };
+        let k = k as usize;
+        let part = &mut self.parts[k];
+        let c = &mut part.children[child];
         match c.state {
             State::Idle => return,
             State::Running(_) => {
@@ -700,25 +874,30 @@ impl Scheduler for Hfsc {
             }
             State::Waiting => {}
         }
-        self.deactivate(child);
-        cx.want_cpus(self.runnable);
+        if let Some(vp) = part.deactivate(child) {
+            self.on_vp[vp.index()] = None;
+        }
+        self.want(cx, k);
     }
 
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         if vp.index() >= self.on_vp.len() {
             self.on_vp.resize(vp.index() + 1, None);
         }
+        self.ensure_parts(cx.vp_count().max(vp.0 + 1));
         let previous = self.stop(vp);
         let now = cx.now();
-        let (child, by_rt) = match self.pick_rt(now.as_nanos()) {
+        let k = self.part_of_vp(vp);
+        let part = &mut self.parts[k];
+        let (child, by_rt) = match part.pick_rt(now.as_nanos()) {
             Some(child) => (child, true),
-            None => match self.pick_ls() {
+            None => match part.pick_ls() {
                 Some(child) => (child, false),
                 None => return Dispatch::Release,
             },
         };
-        self.remove_waiting(child);
-        let c = &mut self.children[child];
+        part.remove_waiting(child);
+        let c = &mut part.children[child];
         c.state = State::Running(vp);
         c.by_rt = by_rt;
         if previous != Some(child) {
@@ -738,7 +917,11 @@ impl Scheduler for Hfsc {
     /// CPU time counts in `c` when the real-time criterion chose the child,
     /// and advances finish values up the path whatever chose it (L6).
     fn charge(&mut self, _cx: &mut Cx, child: ChildId, ran: Duration) {
-        let Some(c) = self.children.get_mut(child) else {
+        let Some(&k) = self.home.get(child) else {
+            return;
+        };
+        let part = &mut self.parts[k as usize];
+        let Some(c) = part.children.get_mut(child) else {
             return;
         };
         let ran = ran.as_nanos();
@@ -746,10 +929,68 @@ impl Scheduler for Hfsc {
         if c.by_rt || self.count_link_sharing {
             c.rt_service += ran;
         }
-        self.advance_finishes(child, ran);
+        part.advance_finishes(child, ran);
     }
 
     fn check_invariants(&self) -> Result<(), String> {
+        let placed: usize = self.parts.iter().map(|p| p.children.len()).sum();
+        if placed != self.home.len() {
+            return Err(format!(
+                "{placed} children in the parts, {} placed",
+                self.home.len()
+            ));
+        }
+        if self.mode == Mode::One && self.parts.len() != 1 {
+            return Err(format!("mode one with {} parts", self.parts.len()));
+        }
+        for (child, &k) in self.home.iter() {
+            if !self
+                .parts
+                .get(k as usize)
+                .is_some_and(|p| p.children.contains(child))
+            {
+                return Err(format!(
+                    "{child} placed on part {k}, which does not hold it"
+                ));
+            }
+        }
+        for (k, part) in self.parts.iter().enumerate() {
+            let at = |e: String| match self.mode {
+                Mode::One => e,
+                Mode::Partitioned => format!("vp{k}: {e}"),
+            };
+            part.check(&self.on_vp).map_err(at)?;
+            if self.mode == Mode::Partitioned {
+                // Placement: a child runs only on the VP it was placed on,
+                // and each VP's curves pass the per-VP admission test.
+                for (child, c) in part.children.iter() {
+                    if let State::Running(vp) = c.state {
+                        if vp.index() != k {
+                            return Err(format!("{child} placed on vp{k} runs on {vp}"));
+                        }
+                    }
+                }
+                if part.peak_sum > PPM {
+                    admissible(&part.curves())
+                        .map_err(|e| at(format!("the curves placed here exceed the CPU: {e}")))?;
+                }
+            }
+        }
+        for (i, slot) in self.on_vp.iter().enumerate() {
+            if let Some(child) = slot {
+                match self.child(*child) {
+                    Some(c) if c.state == State::Running(ParentVp(i as u32)) => {}
+                    other => return Err(format!("vp{i} holds {child} in state {other:?}")),
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Part {
+    /// The part's own consistency: counts, sets and the class tree.
+    fn check(&self, on_vp: &[Option<ChildId>]) -> Result<(), String> {
         let (mut runnable, mut waiting_rt) = (0u32, 0usize);
         let mut class_runnable = vec![0u32; self.classes.len()];
         for (child, c) in self.children.iter() {
@@ -793,12 +1034,19 @@ impl Scheduler for Hfsc {
                     }
                 }
                 State::Running(vp) => {
-                    if self.on_vp.get(vp.index()).copied().flatten() != Some(child) {
+                    if on_vp.get(vp.index()).copied().flatten() != Some(child) {
                         return Err(format!("{child} runs on {vp} but {vp} does not know it"));
                     }
                 }
                 State::Idle => unreachable!(),
             }
+        }
+        let be = self.children.iter().filter(|(_, c)| c.best_effort).count();
+        if be != self.best_effort as usize {
+            return Err(format!(
+                "{be} best-effort children, count says {}",
+                self.best_effort
+            ));
         }
         let peak: u64 = self
             .children
@@ -865,14 +1113,6 @@ impl Scheduler for Hfsc {
                     set.len(),
                     expected[i]
                 ));
-            }
-        }
-        for (i, slot) in self.on_vp.iter().enumerate() {
-            if let Some(child) = slot {
-                match self.children.get(*child) {
-                    Some(c) if c.state == State::Running(ParentVp(i as u32)) => {}
-                    other => return Err(format!("vp{i} holds {child} in state {other:?}")),
-                }
             }
         }
         Ok(())
