@@ -3,7 +3,8 @@
 //!
 //! A case is a random tree of schedulers over every built-in policy whose
 //! rule can promise something to CPU-bound children (fp, rr, sfq, bvt,
-//! res, rialto, frc, rcsp, limit), with random parameters, attachment
+//! res, rialto, frc, rcsp, limit; res and rialto in each of their
+//! multiprocessor modes), with random parameters, attachment
 //! parameters and reservation requests, CPU-bound threads (which always
 //! want a CPU, so what they receive is what was promised) beside bursty
 //! ones (which come at 0, 50 or 100 ms, run and sleep at random, and are
@@ -216,7 +217,24 @@ impl Builder {
                     .with("budget", Value::Duration(ms(budget)))
                     .with("period", Value::Duration(ms(period)))
             }
-            Policy::Res | Policy::Rialto => Params::new(),
+            // On several VPs, each multiprocessor mode with its admission
+            // test: one CPU's worth, partitioned (first or worst fit), or
+            // global EDF (res).
+            Policy::Res | Policy::Rialto => {
+                let modes: &[&str] = match tree.policy {
+                    Policy::Res => &["one", "partitioned", "global"],
+                    _ => &["one", "partitioned"],
+                };
+                let mode = modes[usize::from(k[0]) % modes.len()];
+                let p = Params::new().with("multiprocessor", Value::Str(mode.into()));
+                match mode {
+                    "partitioned" => p.with(
+                        "fit",
+                        Value::Str(["first", "worst"][usize::from(k[1]) % 2].into()),
+                    ),
+                    _ => p,
+                }
+            }
         };
         let parents = match parent {
             Some((p, at)) => vec![ParentLink {
@@ -561,8 +579,16 @@ fn check_case(scn: &Scenario, busy: &[String]) -> Result<Option<Vec<String>>, St
             .from
             .as_deref()
             .and_then(|f| scn.schedulers.iter().find(|s| s.name == f));
+        // A multiprocessor mode counts apart where it matters: on several
+        // CPUs.
+        let mode = policy
+            .and_then(|s| match s.params.get("multiprocessor") {
+                Some(Value::Str(m)) if m != "one" && scn.machine.cpus > 1 => Some(format!(" {m}")),
+                _ => None,
+            })
+            .unwrap_or_default();
         checked.push(format!(
-            "{}: {:?}",
+            "{}{mode}: {:?}",
             policy.map_or("machine", |s| s.policy.as_str()),
             e.guarantee.kind()
         ));
@@ -652,6 +678,9 @@ fn every_label_the_analysis_gives_is_kept_by_the_schedule() {
         "frc: Psbe",
         "rcsp: Psbe",
         "limit: Resbh",
+        "res partitioned: Resbh",
+        "res global: Resbh",
+        "rialto partitioned: Rescs",
     ] {
         let n = labels.get(want).copied().unwrap_or(0);
         assert!(n >= 10, "only {n} labels `{want}` checked: {labels:?}");
