@@ -27,6 +27,57 @@ use hsched_core::{
     TimerKey, VpState,
 };
 
+/// The callbacks a partitioned policy (its `parts: Parts<_>` field) hands
+/// straight to the instance of the VP concerned; written once here, used
+/// inside each such policy's `impl Scheduler`.
+macro_rules! route_to_parts {
+    () => {
+        fn unregister_vp(&mut self, cx: &mut hsched_core::Cx, child: hsched_core::ChildId) {
+            self.parts.unregister(cx, child);
+        }
+
+        fn vp_request(&mut self, cx: &mut hsched_core::Cx, child: hsched_core::ChildId) {
+            self.parts.request(cx, child);
+        }
+
+        fn vp_release(&mut self, cx: &mut hsched_core::Cx, child: hsched_core::ChildId) {
+            self.parts.release(cx, child);
+        }
+
+        fn vp_grant(
+            &mut self,
+            cx: &mut hsched_core::Cx,
+            vp: hsched_core::ParentVp,
+            cpu: hsched_core::CpuId,
+        ) -> hsched_core::Dispatch {
+            self.parts.grant(cx, vp, cpu)
+        }
+
+        fn vp_revoke(
+            &mut self,
+            cx: &mut hsched_core::Cx,
+            vp: hsched_core::ParentVp,
+            cpu: hsched_core::CpuId,
+        ) {
+            self.parts.revoke(cx, vp, cpu);
+        }
+
+        fn charge(
+            &mut self,
+            cx: &mut hsched_core::Cx,
+            child: hsched_core::ChildId,
+            ran: hsched_core::Duration,
+        ) {
+            self.parts.charge(cx, child, ran);
+        }
+
+        fn timer(&mut self, cx: &mut hsched_core::Cx, key: hsched_core::TimerKey) {
+            self.parts.timer(cx, key);
+        }
+    };
+}
+pub(crate) use route_to_parts;
+
 /// `multiprocessor`: how a policy that holds several VPs uses them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {

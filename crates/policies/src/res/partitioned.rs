@@ -19,10 +19,7 @@
 
 use super::{Kind, Res, Util};
 use crate::partition::{Fit, Parts};
-use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Duration, Msg, Params, ParentVp, Reject, Reply, Scheduler,
-    Sender, TimerKey, Value,
-};
+use hsched_core::{ChildId, Cx, Msg, Params, Reject, Reply, Scheduler, Sender, Value};
 
 /// Partitioned `res`; see the module documentation.
 #[derive(Debug)]
@@ -173,33 +170,7 @@ impl Scheduler for ResParts {
             .register(cx, vp, child, |s, cx| s.register_vp(cx, child, params))
     }
 
-    fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        self.parts.unregister(cx, child);
-    }
-
-    fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        self.parts.request(cx, child);
-    }
-
-    fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        self.parts.release(cx, child);
-    }
-
-    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) -> Dispatch {
-        self.parts.grant(cx, vp, cpu)
-    }
-
-    fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) {
-        self.parts.revoke(cx, vp, cpu);
-    }
-
-    fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
-        self.parts.charge(cx, child, ran);
-    }
-
-    fn timer(&mut self, cx: &mut Cx, key: TimerKey) {
-        self.parts.timer(cx, key);
-    }
+    crate::partition::route_to_parts!();
 
     fn msg(&mut self, cx: &mut Cx, from: Sender, msg: &Msg) -> Reply {
         self.parts.ensure(cx);
