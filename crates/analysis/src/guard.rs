@@ -168,40 +168,40 @@ impl AnalysisGuard {
         }
     }
 
-    /// Whether a thread below scheduler `name` (through any chain of
-    /// parents) is promised more than NULL now: only then does anyone rely
-    /// on what `name` receives. A time-sharing scheduler promised ALL whose
-    /// threads all get NULL may get less (a scheduler loaded above it at a
-    /// higher priority, as Vassal loads one) without breaking a promise.
-    fn relied_on(&self, name: &str) -> bool {
+    /// The schedulers with a thread below them (through any chain of
+    /// parents) that is promised more than NULL now: only their promises
+    /// are relied on. A time-sharing scheduler promised ALL whose threads
+    /// all get NULL may get less (a scheduler loaded above it at a higher
+    /// priority, as Vassal loads one) without breaking a promise.
+    fn relied_on(&self) -> HashSet<&str> {
         let promised = self.current.received_all().threads;
-        let parents = |s: &str| -> Vec<&str> {
-            self.hierarchy
-                .schedulers
-                .iter()
-                .find(|x| x.name == s)
-                .map(|x| x.parents.iter().map(|l| l.parent.as_str()).collect())
-                .unwrap_or_default()
-        };
-        self.hierarchy.threads.iter().any(|t| {
+        let parents: HashMap<&str, Vec<&str>> = self
+            .hierarchy
+            .schedulers
+            .iter()
+            .map(|s| {
+                (
+                    s.name.as_str(),
+                    s.parents.iter().map(|l| l.parent.as_str()).collect(),
+                )
+            })
+            .collect();
+        let mut relied: HashSet<&str> = HashSet::new();
+        for t in &self.hierarchy.threads {
             if promised
                 .get(t.name.as_str())
                 .is_none_or(|r| r.guarantee == Guarantee::Null)
             {
-                return false;
+                continue;
             }
-            let mut seen: HashSet<&str> = HashSet::new();
             let mut todo = vec![t.parent.as_str()];
             while let Some(s) = todo.pop() {
-                if s == name {
-                    return true;
-                }
-                if seen.insert(s) {
-                    todo.extend(parents(s));
+                if relied.insert(s) {
+                    todo.extend(parents.get(s).into_iter().flatten());
                 }
             }
-            false
-        })
+        }
+        relied
     }
 
     /// What `after` (analysed into `analysis`) breaks of what
@@ -223,6 +223,7 @@ impl AnalysisGuard {
             }
             rewrite::implies(gets, had).err()
         };
+        let relied = self.relied_on();
         for old in self.current.edges.iter().filter(|e| !e.to_thread) {
             let Some(from) = old.from.as_deref() else {
                 continue;
@@ -233,7 +234,7 @@ impl AnalysisGuard {
                 .schedulers
                 .iter()
                 .any(|s| s.name == old.to && s.parents.iter().any(|l| l.parent == from));
-            if !still_linked || !self.relied_on(&old.to) {
+            if !still_linked || !relied.contains(old.to.as_str()) {
                 continue;
             }
             let new = analysis

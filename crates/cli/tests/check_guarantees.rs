@@ -112,7 +112,8 @@ fn a_reservation_scheduler_under_time_sharing_is_refused_naming_the_edge() {
         err.contains("the hierarchy does not compose") && err.contains(want),
         "{err}"
     );
-    assert!(text(&out.stdout).contains("res: res [rate=\"1\", multiprocessor=\"one\", fit=\"first\"]  ⇐ NULL"));
+    assert!(text(&out.stdout)
+        .contains("res: res [rate=\"1\", multiprocessor=\"one\", fit=\"first\"]  ⇐ NULL"));
 
     // The simulator refuses it with the same message...
     let out = hsched(&["sim", &path]);
