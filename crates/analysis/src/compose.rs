@@ -300,7 +300,82 @@ fn uses_cpu(ops: &[Op]) -> bool {
 }
 
 /// Analyses `scn` with the rules of `book`.
+///
+/// A thread its scheduler refuses (admission, a placement) runs under the
+/// default scheduler instead, and takes its share there: the default's
+/// children are labelled with it counted (a second pass over the hierarchy
+/// with those threads added there), while the refused thread keeps its
+/// refusal, on the edge from the scheduler that refused it.
 pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
+    let first = analyse_once(scn, book);
+    let default = scn.default_scheduler.as_str();
+    let moved: Vec<&str> = first
+        .edges
+        .iter()
+        .filter(|e| e.to_thread && e.refused && e.from.as_deref() != Some(default))
+        .map(|e| e.to.as_str())
+        .collect();
+    if moved.is_empty() || !scn.schedulers.iter().any(|s| s.name == default) {
+        return first;
+    }
+    // Each refused thread also under the default, and still where it was
+    // placed: it is refused there only while no earlier child has left (see
+    // the rules), so both places count it, a superset in each.
+    let mut there = scn.clone();
+    let copies: Vec<_> = scn
+        .threads
+        .iter()
+        .filter(|t| moved.contains(&t.name.as_str()))
+        .map(|t| {
+            let mut t = t.clone();
+            t.parent = default.to_string();
+            t.params = hsched_core::Params::new();
+            t
+        })
+        .collect();
+    there.threads.extend(copies);
+    let second = analyse_once(&there, book);
+    let mut merged = first.clone();
+    for e in merged.edges.iter_mut() {
+        if e.to_thread && moved.contains(&e.to.as_str()) {
+            continue;
+        }
+        if let Some(e2) = second
+            .edges
+            .iter()
+            .find(|x| x.from == e.from && x.to == e.to && x.to_thread == e.to_thread)
+        {
+            *e = e2.clone();
+        }
+    }
+    for n in merged.nodes.iter_mut() {
+        if let Some(n2) = second.nodes.iter().find(|x| x.name == n.name) {
+            n.taken_as = n2.taken_as.clone();
+        }
+    }
+    // The refused threads' own problems from where they were placed; the
+    // rest as the hierarchy runs.
+    let mut problems: Vec<Problem> = first
+        .problems
+        .iter()
+        .filter(|p| moved.contains(&p.node.as_str()))
+        .cloned()
+        .collect();
+    for p in second.problems {
+        if !moved.contains(&p.node.as_str()) && !problems.contains(&p) {
+            problems.push(p);
+        }
+    }
+    merged.problems = problems;
+    merged.notes.push(format!(
+        "refused where they are placed, {} run under the default scheduler `{default}` and are counted there",
+        moved.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
+    ));
+    merged
+}
+
+/// One top-down pass over the hierarchy as the scenario places it.
+fn analyse_once(scn: &Scenario, book: &RuleBook) -> Analysis {
     let n = scn.schedulers.len();
     let mut problems: Vec<Problem> = Vec::new();
     let mut notes: Vec<String> = Vec::new();

@@ -564,6 +564,49 @@ fn frc_labels_what_admission_lets_in() {
         .contains("scheduler `q` under `f` (frc): class `GR` refuses it at admission"));
 }
 
+/// A thread refused where it is placed runs under the default scheduler
+/// and takes its share there: an `sfq` root (the default) over an `frc`
+/// and a thread `a`, weights 1; the `frc`'s class admits five of six
+/// threads, and the sixth joins the root with weight 1, so `a` shares the
+/// root three ways, not two (PSBE 1/3). The refused thread keeps its
+/// refusal on the `frc`'s edge.
+#[test]
+fn a_refused_thread_is_counted_where_it_runs() {
+    let rate = [("rate", text("0.1")), ("quantum", ms(10))];
+    let mut b = scenario(1)
+        .sched("root", "sfq", &[], &[])
+        .sched(
+            "f",
+            "frc",
+            &[("classes", text("GR:0.5:0"))],
+            &[("root", &[])],
+        )
+        .thread("a", "root", &[]);
+    for i in 0..6 {
+        b = b.thread(&format!("w{i}"), "f", &rate);
+    }
+    b.scn.default_scheduler = "root".into();
+    let a = b.analyse();
+    assert!(
+        label(&a, "root", "a").starts_with("PSBE 0.3333,"),
+        "{}",
+        label(&a, "root", "a")
+    );
+    assert!(
+        label(&a, "root", "f").starts_with("PSBE 0.3333,"),
+        "{}",
+        label(&a, "root", "f")
+    );
+    assert!(edge(&a, "f", "w5").refused);
+    assert!(
+        a.notes
+            .iter()
+            .any(|n| n.contains("`w5` run under the default scheduler `root`")),
+        "{:?}",
+        a.notes
+    );
+}
+
 #[test]
 fn rtwake_needs_all_for_exact_wakeups() {
     let a = under_all("w", "rtwake", &[])

@@ -419,9 +419,11 @@ fn fix_classes(scn: &mut Scenario) {
     }
 }
 
-/// The tree under an `fp` root at priority 1, over the default scheduler
-/// (`rr`, priority 0) where a thread refused by its scheduler goes: the
-/// tree receives ALL per CPU, and refused threads do not join it.
+/// The tree under an `fp` root at priority 1, over an `rr` at priority 0:
+/// the tree receives ALL per CPU. The default scheduler, where a thread
+/// refused by its scheduler goes, is that `rr` for half the cases and the
+/// tree's own top for the others (then a refused thread takes its share of
+/// the tree's top, and the analysis must count it there).
 fn scenario(tree: &Tree, cpus: u32) -> (Scenario, Vec<String>) {
     let mut b = Builder::new(cpus);
     let top = |name: &str, policy: &str, prio: Option<i64>| SchedulerSpec {
@@ -438,12 +440,15 @@ fn scenario(tree: &Tree, cpus: u32) -> (Scenario, Vec<String>) {
     };
     b.scn.schedulers.push(top("top", "fp", None));
     b.scn.schedulers.push(top("default", "rr", Some(0)));
-    b.scn.default_scheduler = "default".into();
-    b.add(
+    let own = b.add(
         tree,
         Some(("top", Params::new().with("prio", Value::Int(1)))),
         cpus,
     );
+    b.scn.default_scheduler = match tree.knobs[2] % 2 {
+        0 => "default".into(),
+        _ => own,
+    };
     fix_classes(&mut b.scn);
     (b.scn, b.busy)
 }
