@@ -224,23 +224,34 @@ impl AnalysisGuard {
             rewrite::implies(gets, had).err()
         };
         let relied = self.relied_on();
+        // Looked up by (parent, child) rather than searched: a review must
+        // stay linear in the hierarchy's size.
+        let links: HashSet<(&str, &str)> = after
+            .schedulers
+            .iter()
+            .flat_map(|s| {
+                s.parents
+                    .iter()
+                    .map(|l| (l.parent.as_str(), s.name.as_str()))
+            })
+            .collect();
+        let new_edges: HashMap<(&str, &str), &crate::compose::Edge> = analysis
+            .edges
+            .iter()
+            .filter(|e| !e.to_thread)
+            .filter_map(|e| Some(((e.from.as_deref()?, e.to.as_str()), e)))
+            .collect();
         for old in self.current.edges.iter().filter(|e| !e.to_thread) {
             let Some(from) = old.from.as_deref() else {
                 continue;
             };
             // An edge the change itself removes (an unload, a scheduler
             // attached elsewhere) is not a promise broken.
-            let still_linked = after
-                .schedulers
-                .iter()
-                .any(|s| s.name == old.to && s.parents.iter().any(|l| l.parent == from));
+            let still_linked = links.contains(&(from, old.to.as_str()));
             if !still_linked || !relied.contains(old.to.as_str()) {
                 continue;
             }
-            let new = analysis
-                .edges
-                .iter()
-                .find(|e| e.from == old.from && e.to == old.to && !e.to_thread);
+            let new = new_edges.get(&(from, old.to.as_str()));
             match new {
                 None => why.push(format!(
                     "scheduler `{}` was promised {} by `{from}` and would receive nothing",
