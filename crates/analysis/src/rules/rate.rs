@@ -140,7 +140,8 @@ enum Admission {
     /// Admitted whatever children leave meanwhile: every child of its
     /// class that joins no later than it, admitted or not, fits with it.
     Sure,
-    /// Admitted only if some child left before it joined (why).
+    /// Admitted when no child leaves, but not for sure: had a child left,
+    /// one refused before it could have taken the room (why).
     Unsure(String),
     /// Refused unless some child left before it joined (why).
     Refused(String),
@@ -181,7 +182,7 @@ fn admission(
             kept[k] = with_kept;
             if worst > limit {
                 out[i] = Admission::Unsure(format!(
-                    "class `{}` may refuse it at admission: with every child that joins before it, {} > R (1 + b) = {} (it is admitted only if some have left)",
+                    "class `{}` may refuse it at admission: with every child that joins before it, {} > R (1 + b) = {} (one refused before it gets in if another has left)",
                     class.name,
                     rate_text_any(worst),
                     rate_text_any(limit)
