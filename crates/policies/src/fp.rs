@@ -35,7 +35,8 @@
 //! medium-priority thread cannot stretch a high-priority one's blocking
 //! beyond the holder's critical section (no unbounded priority inversion).
 //! Children of this scheduler only; mutexes with the default protocol
-//! lend nothing.
+//! lend nothing. An RPC server runs at least at its caller's priority
+//! while it serves the call.
 //!
 //! **Limits.** Lower priorities can starve (that is the policy). On
 //! several CPUs it is *global* fixed priority

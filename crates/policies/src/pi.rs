@@ -5,7 +5,9 @@
 //! mutex, a thread runs at the highest priority among its own and those of
 //! the threads blocked on it, directly or through a chain of holders
 //! (transitive); it gets its own back when it unlocks. Mutexes with the
-//! default protocol, and RPCs, lend nothing here.
+//! default protocol lend nothing. An RPC always lends: the server of a
+//! call runs at least at its caller's rank until it replies (the call is
+//! the caller's work, as a train runs it at the caller's own rank).
 //!
 //! The bookkeeping is [`crate::inherit::Inheritance`], with the child's
 //! rank as the "constraint": a policy keeps every child's own rank in it
@@ -82,6 +84,16 @@ impl<R: Copy + Ord + std::fmt::Debug> Lending<R> {
                 protocol,
             } if inherit(protocol) => {
                 let _ = self.book.release_to(thread, mutex, to);
+            }
+            // A call lends the caller's rank to the server until it ends,
+            // as a train would run the call at the caller's own rank.
+            SyncEvent::CallServed { client, server } => {
+                note(&mut self.book, client);
+                note(&mut self.book, server);
+                let _ = self.book.call(client, server);
+            }
+            SyncEvent::CallEnded { server, .. } => {
+                let _ = self.book.reply(server);
             }
             _ => return Vec::new(),
         }

@@ -34,7 +34,8 @@
 //! mutex declared `protocol = "inherit"` runs at the shortest period of
 //! the threads blocked on it (transitively) until it unlocks. Children of
 //! this scheduler only; mutexes with the default protocol lend nothing.
-//! The analysis's bound does not count blocking times.
+//! An RPC server runs at least at its caller's rank while it serves the
+//! call. The analysis's bound does not count blocking times.
 //!
 //! **Limits.** No admission control; lower priorities starve under
 //! overload (that is the policy). The bound is sufficient, not exact

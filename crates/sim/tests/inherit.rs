@@ -1,12 +1,13 @@
 //! Inheritance carried by the simulator's own mutexes, without messages:
 //! priority inheritance in `fp` and `rm` for mutexes declared
 //! `protocol = "inherit"` (the classic three-thread unbounded priority
-//! inversion, avoided), and none for mutexes with the default protocol.
+//! inversion, avoided), and none for mutexes with the default protocol;
+//! an RPC server runs at its caller's priority while it serves the call.
 
 use hsched_core::{Duration, Instant, MutexProtocol, Params, Value};
 use hsched_model::{
-    Action, Dist, Machine, MutexSpec, Op, Program, RunResult, Scenario, SchedulerSpec, ScriptEvent,
-    ThreadSpec,
+    Action, Dist, DomainSpec, Machine, MutexSpec, Op, Program, RunResult, Scenario, SchedulerSpec,
+    ScriptEvent, StopSpec, ThreadSpec, Via,
 };
 
 mod common;
@@ -198,4 +199,55 @@ fn inheritance_follows_a_chain_of_holders() {
     assert_eq!(exit(&r, "mid"), at(12));
     assert_eq!(exit(&r, "high"), at(14));
     assert_eq!(exit(&r, "other"), at(64));
+}
+
+/// A call lends the caller's priority to the RPC server, as a train would
+/// run the call at the caller's own priority: `server` (lowest) serves
+/// domain `svc`, whose stop runs 5ms; `medium` arrives at 5 and is
+/// CPU-bound for 100ms; `high` arrives at 10 and calls the stop. The server
+/// takes the call at 10 and, at `high`'s priority, preempts `medium`: the
+/// reply comes at 15 and `high` exits then; `medium` loses those 5ms and
+/// exits at 110. (Without the loan the server would wait for `medium`'s
+/// whole run: the reply at 110.)
+#[test]
+fn an_rpc_server_runs_at_its_callers_priority_while_it_serves() {
+    for (policy, [high, medium, low]) in [("fp", fp()), ("rm", rm())] {
+        let mut scn = inversion(
+            policy,
+            [high.clone(), medium.clone(), low.clone()],
+            MutexProtocol::None,
+        );
+        scn.threads = vec![
+            thread("server", low, at(0), vec![Op::Serve("svc".into())]),
+            thread("medium", medium, at(5), vec![run(ms(100)), Op::Exit]),
+            thread(
+                "high",
+                high,
+                at(10),
+                vec![
+                    Op::Call {
+                        domain: "svc".into(),
+                        stop: "work".into(),
+                        via: Via::Rpc,
+                    },
+                    Op::Exit,
+                ],
+            ),
+        ];
+        scn.script = vec![ScriptEvent {
+            at: Instant::ZERO,
+            action: Action::Domain(DomainSpec {
+                name: "svc".into(),
+                stops: vec![StopSpec {
+                    name: "work".into(),
+                    body: vec![run(ms(5))],
+                }],
+                members: vec!["server".into()],
+                start: true,
+            }),
+        }];
+        let r = go(&scn);
+        assert_eq!(exit(&r, "high"), at(15), "{policy}");
+        assert_eq!(exit(&r, "medium"), at(110), "{policy}");
+    }
 }
