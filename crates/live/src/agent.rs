@@ -936,7 +936,9 @@ impl Agent {
         let sched = self.disp.default_sched().ok_or(
             "whole-machine mode: the hierarchy has no default scheduler for the tasks nobody names",
         )?;
-        let now = self.now().max(self.disp.now());
+        // The dispatcher's own clock, not the wall clock: events already read
+        // may carry earlier kernel times, which it must not have passed.
+        let now = self.disp.now();
         let (t, admitted) = self.disp.add_thread(now, OTHERS, sched, &Params::new());
         admitted.map_err(|e| {
             format!("whole-machine mode: the default scheduler refuses the tasks nobody names ({e}); use --partial")
@@ -1058,7 +1060,9 @@ impl Agent {
     ) -> Result<ThreadId, String> {
         self.tell(&Line::Manage(original.clone()))
             .map_err(|e| format!("telling the guardian: {e}"))?;
-        let now = self.now().max(self.disp.now());
+        // The dispatcher's own clock, not the wall clock: events already read
+        // may carry earlier kernel times, which it must not have passed.
+        let now = self.disp.now();
         let (t, admitted) = self.disp.add_thread(now, name, sched, params);
         // A descendant its creator's scheduler refuses runs under the
         // default one (the dispatcher logs it); a thread the scenario
@@ -1795,7 +1799,9 @@ impl Agent {
         // The change guard learns each policy's HLS rule first: a rule it
         // cannot use refuses the library (its instances would be analysed
         // by no rule at all).
-        let now = self.now().max(self.disp.now());
+        // The dispatcher's own clock, not the wall clock: events already read
+        // may carry earlier kernel times, which it must not have passed.
+        let now = self.disp.now();
         for p in plugin.policies() {
             let change = Change::PolicyAdded {
                 policy: p.info.name,
