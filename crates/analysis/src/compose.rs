@@ -309,7 +309,7 @@ fn uses_cpu(ops: &[Op]) -> bool {
 pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
     let first = analyse_once(scn, book);
     let default = scn.default_scheduler.as_str();
-    let moved: Vec<&str> = first
+    let moved: HashSet<&str> = first
         .edges
         .iter()
         .filter(|e| e.to_thread && e.refused && e.from.as_deref() != Some(default))
@@ -325,7 +325,7 @@ pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
     let copies: Vec<_> = scn
         .threads
         .iter()
-        .filter(|t| moved.contains(&t.name.as_str()))
+        .filter(|t| moved.contains(t.name.as_str()))
         .map(|t| {
             let mut t = t.clone();
             t.parent = default.to_string();
@@ -335,21 +335,25 @@ pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
         .collect();
     there.threads.extend(copies);
     let second = analyse_once(&there, book);
+    // Looked up, not searched: the guard runs this on every change.
+    let second_edges: HashMap<(Option<&str>, &str, bool), &Edge> = second
+        .edges
+        .iter()
+        .map(|e| ((e.from.as_deref(), e.to.as_str(), e.to_thread), e))
+        .collect();
+    let second_nodes: HashMap<&str, &NodeInfo> =
+        second.nodes.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut merged = first.clone();
     for e in merged.edges.iter_mut() {
-        if e.to_thread && moved.contains(&e.to.as_str()) {
+        if e.to_thread && moved.contains(e.to.as_str()) {
             continue;
         }
-        if let Some(e2) = second
-            .edges
-            .iter()
-            .find(|x| x.from == e.from && x.to == e.to && x.to_thread == e.to_thread)
-        {
+        if let Some(&e2) = second_edges.get(&(e.from.as_deref(), e.to.as_str(), e.to_thread)) {
             *e = e2.clone();
         }
     }
     for n in merged.nodes.iter_mut() {
-        if let Some(n2) = second.nodes.iter().find(|x| x.name == n.name) {
+        if let Some(n2) = second_nodes.get(n.name.as_str()) {
             n.taken_as = n2.taken_as.clone();
         }
     }
@@ -358,18 +362,25 @@ pub fn analyse(scn: &Scenario, book: &RuleBook) -> Analysis {
     let mut problems: Vec<Problem> = first
         .problems
         .iter()
-        .filter(|p| moved.contains(&p.node.as_str()))
+        .filter(|p| moved.contains(p.node.as_str()))
         .cloned()
         .collect();
     for p in second.problems {
-        if !moved.contains(&p.node.as_str()) && !problems.contains(&p) {
+        if !moved.contains(p.node.as_str()) && !problems.contains(&p) {
             problems.push(p);
         }
     }
     merged.problems = problems;
+    // In file order, whatever the set's hash order.
+    let names: Vec<String> = scn
+        .threads
+        .iter()
+        .filter(|t| moved.contains(t.name.as_str()))
+        .map(|t| format!("`{}`", t.name))
+        .collect();
     merged.notes.push(format!(
         "refused where they are placed, {} run under the default scheduler `{default}` and are counted there",
-        moved.iter().map(|t| format!("`{t}`")).collect::<Vec<_>>().join(", ")
+        names.join(", ")
     ));
     merged
 }

@@ -515,7 +515,6 @@ struct RunGuard {
     guard: std::sync::Arc<std::sync::Mutex<hsched_analysis::guard::AnalysisGuard>>,
     /// The analysis at time 0 (the report draws it).
     initial: hsched_analysis::compose::Analysis,
-    scn: hsched_model::Scenario,
     book: hsched_analysis::rules::RuleBook,
     allow_uncomposed: bool,
 }
@@ -536,7 +535,6 @@ impl RunGuard {
         RunGuard {
             guard: std::sync::Arc::new(std::sync::Mutex::new(guard)),
             initial: analysis,
-            scn: scn.clone(),
             book,
             allow_uncomposed,
         }
@@ -547,10 +545,10 @@ impl RunGuard {
         hsched_model::guard::SharedGuard(self.guard.clone())
     }
 
-    /// A guard of its own for another run of the same scenario.
-    fn fresh(&self) -> Self {
+    /// A guard of its own for another run of `scn`, the same scenario.
+    fn fresh(&self, scn: &hsched_model::Scenario) -> Self {
         RunGuard::new(
-            &self.scn,
+            scn,
             self.book.clone(),
             self.initial.clone(),
             self.allow_uncomposed,
@@ -914,7 +912,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     };
     write_outputs(&result, &out, &source)?;
     if args.compare_sim {
-        let sim_guard = guard.fresh();
+        let sim_guard = guard.fresh(&scn);
         let opts = hsched_sim::SimOptions {
             // Stopped early: the simulation to the same end.
             horizon: match interrupted {

@@ -578,6 +578,12 @@ impl Dispatcher {
     /// Thread `t` asks to move to `to` (`join`, `leave`): put to the guard
     /// as a move, then to `to`'s admission.
     fn guarded_move(&mut self, t: ThreadId, to: SchedId, params: &hsched_core::Params) -> Reply {
+        if self.guard.is_none() {
+            return match self.move_thread_inner(t, to, params) {
+                Ok(()) => Reply::ok(),
+                Err(e) => Reply::Err(e),
+            };
+        }
         let action = Action::Move {
             thread: self.threads[t.index()].name.clone(),
             to: self.sched_name(to).to_string(),

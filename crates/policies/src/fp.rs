@@ -285,9 +285,12 @@ impl Scheduler for FixedPriority {
             cx.want_cpus(self.runnable);
         }
         self.children.remove(child);
+        // Only a holder or waiter of an inheriting mutex changes ranks.
         let changed = self.lending.remove(child);
-        self.rerank(changed);
-        self.preempt_if_needed(cx);
+        if !changed.is_empty() {
+            self.rerank(changed);
+            self.preempt_if_needed(cx);
+        }
     }
 
     /// A waking child joins the back of its level and, if it outranks a

@@ -175,6 +175,9 @@ pub struct Parts<S> {
     kids: ChildMap<Kid>,
     /// What each VP runs, as its instance last decided.
     on: Vec<Option<ChildId>>,
+    /// Children moved while they ran, not yet settled: while none is, a
+    /// grant or revoke looks at no child (moves are rare).
+    moving: usize,
     /// An empty instance, copied for each VP.
     template: S,
 }
@@ -187,6 +190,7 @@ impl<S: Scheduler + Clone> Parts<S> {
             subs: Vec::new(),
             kids: ChildMap::new(),
             on: Vec::new(),
+            moving: 0,
             template,
         }
     }
@@ -265,6 +269,9 @@ impl<S: Scheduler + Clone> Parts<S> {
         let Some(k) = self.kids.remove(child) else {
             return;
         };
+        if k.moving_from.is_some() {
+            self.moving -= 1;
+        }
         for slot in &mut self.on {
             if *slot == Some(child) {
                 *slot = None;
@@ -299,12 +306,16 @@ impl<S: Scheduler + Clone> Parts<S> {
     /// moved away from it may now wait on its new VP.
     fn settle(&mut self, cx: &mut Cx, vp: u32) {
         self.on[vp as usize] = None;
+        if self.moving == 0 {
+            return;
+        }
         let moved: Vec<ChildId> = self
             .kids
             .iter()
             .filter(|(_, k)| k.moving_from == Some(vp))
             .map(|(c, _)| c)
             .collect();
+        self.moving -= moved.len();
         for child in moved {
             let k = &mut self.kids[child];
             k.moving_from = None;
@@ -372,6 +383,9 @@ impl<S: Scheduler + Clone> Parts<S> {
         let kid = &mut self.kids[child];
         kid.vp = to;
         if running {
+            if kid.moving_from.is_none() {
+                self.moving += 1;
+            }
             kid.moving_from = Some(k.vp);
             cx.revoke(child);
         } else if k.moving_from.is_none() && k.runnable {
@@ -385,6 +399,17 @@ impl<S: Scheduler + Clone> Parts<S> {
     pub fn check_invariants(&self, holds: impl Fn(&S, ChildId) -> bool) -> Result<(), String> {
         for (vp, s) in self.subs.iter().enumerate() {
             s.check_invariants().map_err(|e| format!("VP {vp}: {e}"))?;
+        }
+        let moving = self
+            .kids
+            .iter()
+            .filter(|(_, k)| k.moving_from.is_some())
+            .count();
+        if moving != self.moving {
+            return Err(format!(
+                "{moving} children are moving, {} counted",
+                self.moving
+            ));
         }
         for (child, k) in self.kids.iter() {
             let Some(s) = self.subs.get(k.vp as usize) else {

@@ -128,9 +128,4 @@ impl<R: Copy + Ord + std::fmt::Debug> Lending<R> {
         }
         Ok(())
     }
-
-    /// Whether `child` is blocked on an inheriting mutex held here.
-    pub fn is_blocked(&self, child: ChildId) -> bool {
-        self.book.is_blocked(child)
-    }
 }

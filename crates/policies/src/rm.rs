@@ -250,9 +250,12 @@ impl Scheduler for RateMonotonic {
             cx.want_cpus(self.runnable);
         }
         self.children.remove(child);
+        // Only a holder or waiter of an inheriting mutex changes ranks.
         let changed = self.lending.remove(child);
-        self.rerank(changed);
-        self.preempt_if_needed(cx);
+        if !changed.is_empty() {
+            self.rerank(changed);
+            self.preempt_if_needed(cx);
+        }
     }
 
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {

@@ -128,6 +128,16 @@ struct MutexState {
     protocol: MutexProtocol,
 }
 
+impl MutexState {
+    fn new(protocol: MutexProtocol) -> Self {
+        MutexState {
+            owner: None,
+            waiters: VecDeque::new(),
+            protocol,
+        }
+    }
+}
+
 /// A binary semaphore: set (with the time of the signal that set it) or
 /// not, and the threads waiting on it in arrival order.
 #[derive(Default)]
@@ -224,14 +234,7 @@ impl World {
         // Declared mutexes take their protocol before any program names them.
         for ev in &scn.script {
             if let (Action::Mutex(spec), true) = (&ev.action, ev.at == Instant::ZERO) {
-                if !world.mutex_names.contains(&spec.name) {
-                    world.mutex_names.push(spec.name.clone());
-                    world.mutexes.push(MutexState {
-                        owner: None,
-                        waiters: VecDeque::new(),
-                        protocol: spec.protocol,
-                    });
-                }
+                world.declare_mutex(&spec.name, spec.protocol);
             }
         }
         // Declared domains exist before anything arrives.
@@ -249,6 +252,17 @@ impl World {
     }
 
     /// Compiles operations, interning mutex, semaphore and barrier names.
+    /// Declares mutex `name` with `protocol`, before any program names it;
+    /// false (nothing changed) when it exists already.
+    fn declare_mutex(&mut self, name: &str, protocol: MutexProtocol) -> bool {
+        if self.mutex_names.iter().any(|n| n == name) {
+            return false;
+        }
+        self.mutex_names.push(name.to_string());
+        self.mutexes.push(MutexState::new(protocol));
+        true
+    }
+
     fn compile_ops(&mut self, ops: &[hsched_model::Op]) -> Rc<[Instr]> {
         let mut intern = |kind: SyncKind, name: &str| {
             let names = match kind {
@@ -262,11 +276,7 @@ impl World {
             names.push(name.to_string());
             let i = names.len() - 1;
             match kind {
-                SyncKind::Mutex => self.mutexes.push(MutexState {
-                    owner: None,
-                    waiters: VecDeque::new(),
-                    protocol: MutexProtocol::default(),
-                }),
+                SyncKind::Mutex => self.mutexes.push(MutexState::new(MutexProtocol::default())),
                 SyncKind::Semaphore => self.semaphores.push(SemaphoreState::default()),
                 SyncKind::Barrier => self.barriers.push(BarrierState {
                     parties: self.barrier_parties.get(name).copied().unwrap_or(1),
@@ -711,25 +721,16 @@ impl World {
                 "mutex `{}` declared (protocol {})",
                 spec.name, spec.protocol
             )),
-            Action::Mutex(spec) => {
-                if self.mutex_names.contains(&spec.name) {
-                    Err(format!(
-                        "mutex `{}` is already in use: its protocol stays",
-                        spec.name
-                    ))
-                } else {
-                    self.mutex_names.push(spec.name.clone());
-                    self.mutexes.push(MutexState {
-                        owner: None,
-                        waiters: VecDeque::new(),
-                        protocol: spec.protocol,
-                    });
-                    Ok(format!(
-                        "mutex `{}` declared (protocol {})",
-                        spec.name, spec.protocol
-                    ))
-                }
-            }
+            Action::Mutex(spec) => match self.declare_mutex(&spec.name, spec.protocol) {
+                true => Ok(format!(
+                    "mutex `{}` declared (protocol {})",
+                    spec.name, spec.protocol
+                )),
+                false => Err(format!(
+                    "mutex `{}` is already in use: its protocol stays",
+                    spec.name
+                )),
+            },
             Action::Create(name) => self.start_domain(name),
             Action::Kill(name) => {
                 self.kill_domain(now, name, None);

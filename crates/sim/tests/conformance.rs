@@ -98,3 +98,50 @@ fn class_structures_conform() {
         }
     }
 }
+
+/// The catalogue again for the multiprocessor modes the defaults leave
+/// out: `res`, `dbs`, `rialto` and `hfsc` partitioned (first and worst
+/// fit) and `res` global, as the root on 1 and 3 CPUs and in the middle of
+/// a changing hierarchy on 2 (the instance the script loads in the same
+/// mode).
+#[test]
+fn multiprocessor_modes_conform() {
+    let modes: [(&str, &str, Option<&str>); 8] = [
+        ("res", "partitioned", Some("first")),
+        ("res", "partitioned", Some("worst")),
+        ("res", "global", None),
+        ("dbs", "partitioned", Some("first")),
+        ("dbs", "partitioned", Some("worst")),
+        ("rialto", "partitioned", Some("first")),
+        ("rialto", "partitioned", Some("worst")),
+        ("hfsc", "partitioned", Some("worst")),
+    ];
+    for (policy, mode, fit) in modes {
+        let info = hsched_policies::registry()
+            .iter()
+            .find(|p| p.name == policy)
+            .unwrap();
+        let set = |params: &mut hsched_core::Params| {
+            params.set("multiprocessor", Value::Str(mode.into()));
+            if let Some(fit) = fit {
+                params.set("fit", Value::Str(fit.into()));
+            }
+        };
+        let tag = format!("{policy} {mode} {}", fit.unwrap_or(""));
+        for cpus in [1, 3] {
+            let mut scn = as_root(info, cpus, &[]);
+            set(&mut scn.schedulers[0].params);
+            check(&scn, &[], &format!("{tag} as root on {cpus} CPU(s)"));
+        }
+        let mut scn = in_middle(info, 2, &[]);
+        for s in scn.schedulers.iter_mut().filter(|s| s.policy == policy) {
+            set(&mut s.params);
+        }
+        for e in scn.script.iter_mut() {
+            if let hsched_model::Action::Load(spec) = &mut e.action {
+                set(&mut spec.params);
+            }
+        }
+        check(&scn, &[], &format!("{tag} in the middle on 2 CPU(s)"));
+    }
+}

@@ -50,11 +50,6 @@ impl DbsParts {
         self.parts.home(child)
     }
 
-    /// Each VP's instance.
-    pub fn vps(&self) -> &[Dbs] {
-        &self.parts.subs
-    }
-
     /// Where a child with nothing in force goes for `window`, or why
     /// nowhere.
     fn place(
@@ -67,10 +62,13 @@ impl DbsParts {
         let mut best: Option<(u32, (u64, u64))> = None;
         let mut each = Vec::new();
         for (vp, sub) in self.parts.subs.iter().enumerate() {
-            let before = sub.load_with(now, None).1;
             let (ok, after) = sub.load_with(now, Some((deadline, start.max(now), amount)));
             match ok {
-                Err(why) => each.push(format!("VP {vp} (peak load {}): {why}", percent(before))),
+                Err(why) => {
+                    // Its load without the window: only a refusal says it.
+                    let before = sub.load_with(now, None).1;
+                    each.push(format!("VP {vp} (peak load {}): {why}", percent(before)));
+                }
                 Ok(()) => {
                     if self.fit == Fit::First {
                         return Ok(vp as u32);

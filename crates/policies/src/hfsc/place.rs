@@ -43,15 +43,11 @@ pub fn parse_mode(text: &str) -> Result<Mode, String> {
     }
 }
 
-/// Which VP a partitioned `hfsc` places a child with a curve on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fit {
-    /// The lowest-index VP whose admission test passes with the child.
-    First,
-    /// Of the VPs whose test passes, the one with the lowest `Σ r2` after
-    /// adding it (ties: the lowest index).
-    Worst,
-}
+/// Which VP a partitioned `hfsc` places a child with a curve on, shared
+/// with the other partitioned policies: first, the lowest-index VP whose
+/// admission test passes with the child; worst, of those, the one with the
+/// lowest `Σ r2` after adding it (ties: the lowest index).
+pub use crate::partition::Fit;
 
 /// Parses `fit`.
 pub fn parse_fit(text: &str) -> Result<Fit, String> {

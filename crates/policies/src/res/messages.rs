@@ -4,28 +4,38 @@
 use super::{Kind, Res, State, Util};
 use hsched_core::{ChildId, Cx, Duration, Instant, Msg, Params, Sender, Value};
 
+/// The child a message is about: the sender, or (from the operator) the
+/// one it names with `child`, if `holds` it. Shared by `res` on one CPU
+/// and partitioned.
+pub(super) fn target_in(
+    from: Sender,
+    msg: &Msg,
+    holds: impl Fn(ChildId) -> bool,
+) -> Result<ChildId, String> {
+    let child = match (from.child, msg.args.get("child")) {
+        (Some(c), _) => c,
+        (None, Some(Value::Int(i))) if from.thread.is_none() => {
+            ChildId(u32::try_from(*i).map_err(|_| format!("no child {i}"))?)
+        }
+        (None, _) if from.thread.is_some() => {
+            return Err(format!(
+                "`{}` is for this scheduler's children; join it first",
+                msg.name
+            ))
+        }
+        (None, _) => return Err(format!("`{}` from the operator names a `child`", msg.name)),
+    };
+    match holds(child) {
+        true => Ok(child),
+        false => Err(format!("no child {child}")),
+    }
+}
+
 impl Res {
     /// The child a message is about: the sender, or (from the operator)
     /// the one it names with `child`.
     fn target(&self, from: Sender, msg: &Msg) -> Result<ChildId, String> {
-        let child = match (from.child, msg.args.get("child")) {
-            (Some(c), _) => c,
-            (None, Some(Value::Int(i))) if from.thread.is_none() => {
-                ChildId(u32::try_from(*i).map_err(|_| format!("no child {i}"))?)
-            }
-            (None, _) if from.thread.is_some() => {
-                return Err(format!(
-                    "`{}` is for this scheduler's children; join it first",
-                    msg.name
-                ))
-            }
-            (None, _) => return Err(format!("`{}` from the operator names a `child`", msg.name)),
-        };
-        if self.children.contains(child) {
-            Ok(child)
-        } else {
-            Err(format!("no child {child}"))
-        }
+        target_in(from, msg, |c| self.children.contains(c))
     }
 
     pub(super) fn msg_args(msg: &Msg, allowed: &[&str]) -> Result<(), String> {

@@ -94,23 +94,7 @@ impl ResParts {
 
     /// The child a message is about (as the uniprocessor `res` reads it).
     fn target(&self, from: Sender, msg: &Msg) -> Result<ChildId, String> {
-        let child = match (from.child, msg.args.get("child")) {
-            (Some(c), _) => c,
-            (None, Some(Value::Int(i))) if from.thread.is_none() => {
-                ChildId(u32::try_from(*i).map_err(|_| format!("no child {i}"))?)
-            }
-            (None, _) if from.thread.is_some() => {
-                return Err(format!(
-                    "`{}` is for this scheduler's children; join it first",
-                    msg.name
-                ))
-            }
-            (None, _) => return Err(format!("`{}` from the operator names a `child`", msg.name)),
-        };
-        match self.parts.home(child) {
-            Some(_) => Ok(child),
-            None => Err(format!("no child {child}")),
-        }
+        super::messages::target_in(from, msg, |c| self.parts.home(c).is_some())
     }
 
     /// `reserve`: re-placed by `fit`, then reserved on its (new) VP.

@@ -182,11 +182,6 @@ impl Util {
                 .cmp(&o.num.checked_mul(self.den)?),
         )
     }
-
-    /// `1 - self` for a load at most 1.
-    pub fn spare(self) -> Util {
-        Util::new(self.den.saturating_sub(self.num), self.den)
-    }
 }
 
 /// `3/10 (30.00%)`, in integer arithmetic.

@@ -55,25 +55,19 @@ impl Multiprocessor {
     }
 }
 
-/// The `fit` parameter (partitioned mode).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Fit {
-    /// The lowest-index VP whose graph grants the request.
-    First,
-    /// The VP whose graph keeps the largest free share after the request.
-    Worst,
-}
+/// The `fit` parameter (partitioned mode), shared with the other
+/// partitioned policies: first, the lowest-index VP whose graph grants the
+/// request; worst, the VP whose graph keeps the largest free share after it.
+pub use crate::partition::Fit;
 
-impl Fit {
-    /// Parses the parameter's text.
-    pub fn parse(s: &str) -> Result<Self, String> {
-        match s {
-            "first" => Ok(Fit::First),
-            "worst" => Ok(Fit::Worst),
-            other => Err(format!(
-                "`fit`: `{other}` is not a fit; use \"first\" or \"worst\""
-            )),
-        }
+/// Parses `fit`.
+pub fn parse_fit(s: &str) -> Result<Fit, String> {
+    match s {
+        "first" => Ok(Fit::First),
+        "worst" => Ok(Fit::Worst),
+        other => Err(format!(
+            "`fit`: `{other}` is not a fit; use \"first\" or \"worst\""
+        )),
     }
 }
 

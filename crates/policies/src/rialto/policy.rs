@@ -426,7 +426,7 @@ fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
 /// The `multiprocessor` and `fit` parameters (resolved), checked together.
 fn modes(params: &Params) -> Result<(Multiprocessor, Fit), String> {
     let mode = Multiprocessor::parse(params.str("multiprocessor"))?;
-    let fit = Fit::parse(params.str("fit"))?;
+    let fit = super::place::parse_fit(params.str("fit"))?;
     if mode == Multiprocessor::One && fit != Fit::First {
         return Err(
             "`fit` places activities on VPs, so it needs multiprocessor = \"partitioned\"".into(),
@@ -744,11 +744,6 @@ impl Rialto {
     /// The graph the first VP follows.
     pub fn graph(&self) -> &Graph<Activity> {
         self.cpus[0].book.graph()
-    }
-
-    /// The graph VP `vp` follows (partitioned mode: one per VP), if any.
-    pub fn graph_on(&self, vp: usize) -> Option<&Graph<Activity>> {
-        self.cpus.get(vp).map(|c| c.book.graph())
     }
 
     /// The constraint book of the first VP.
