@@ -936,7 +936,25 @@ command = ["{exe}", "ctl", "--socket", "{socket}", "msg", "--thread", "hog", "--
         "quantum=10ms",
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
-    std::thread::sleep(Duration::from_millis(300));
+    // The meddler has had its say before the hog moves above it: after the
+    // move it would wait for the CPU until the stop (its program starts
+    // slowly on a busy machine).
+    let started = Instant::now();
+    loop {
+        let out = ctl(&["status"]);
+        let status = text(&out.stdout);
+        if status
+            .lines()
+            .any(|l| l.starts_with("thread meddler ") && l.contains(" ended at "))
+        {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the meddler never ended: {status}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let out = ctl(&["move", "hog", "fast"]);
     assert!(out.status.success(), "{}", text(&out.stderr));
     std::thread::sleep(Duration::from_secs(1));

@@ -1887,17 +1887,22 @@ impl Agent {
         response
     }
 
-    /// The managed threads and their schedulers, one per line.
+    /// The managed threads (their schedulers, and when they ended) and
+    /// the schedulers, one per line.
     fn status(&self) -> String {
         let mut out = format!("{} decisions {}\n", self.now, self.disp.decisions());
         for (i, tid) in self.platform.tids.iter().enumerate() {
             let t = ThreadId(i as u32);
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "thread {} tid {tid} under {}",
                 self.disp.thread_name(t),
                 self.sched_of(t)
             );
+            let _ = match self.exits[i] {
+                Some(at) => writeln!(out, " ended at {at}"),
+                None => writeln!(out),
+            };
         }
         for n in self.disp.node_results() {
             let _ = writeln!(
