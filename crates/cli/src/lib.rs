@@ -94,6 +94,11 @@ enum Cmd {
         /// --backend`).
         #[arg(long, value_enum, requires = "live")]
         backend: Option<BackendArg>,
+        /// The timing entries: ratios the papers draw from timings on their
+        /// hardware, measured side by side on this machine (build with
+        /// --release; not run by --all alone).
+        #[arg(long, conflicts_with = "live")]
+        timing: bool,
     },
     /// Measure simulator throughput and decision cost per hierarchy level.
     Bench {
@@ -426,7 +431,14 @@ fn run(cli: Cli) -> Result<(), CliError> {
             all,
             live,
             backend,
-        } => repro::command(name.as_deref(), list, all, live, backend.map(Into::into)),
+            timing,
+        } => repro::command(
+            name.as_deref(),
+            list,
+            all,
+            repro::Set::pick(live, timing),
+            backend.map(Into::into),
+        ),
         Cmd::Bench {
             quick,
             simso: true,

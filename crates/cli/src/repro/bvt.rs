@@ -27,6 +27,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.003,
                         why: "the allocation error is at most C + 1 mcu = 30ms, 0.3% of the 10s run",
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "share of bigsim (weight 1)".into(),
@@ -35,6 +36,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.003,
                         why: "as for gcc",
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "max |fair - allocated| of gcc over the run, in mcu".into(),
@@ -43,6 +45,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.0,
                         why: "a bound, checked at every switch of the whole run: measured must not exceed it (verdict fails only above)",
                         bound: Bound::Within,
+                        differs: None,
                     }
                     .at_most(),
                 ])
@@ -64,6 +67,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.02,
                         why: "equal weights; C + 1 mcu = 30ms over the 1.85s after the wakeup is 1.6%",
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "longest wait of bigsim after gcc wakes, in mcu".into(),
@@ -72,6 +76,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.0,
                         why: "with equal weights each runs until it passes the other by C = 2 mcu, so waits last 2C = 4 mcu (Fig. 1's rule); without the SVT rule bigsim would wait 15 mcu + C",
                         bound: Bound::Within,
+                        differs: None,
                     }
                     .at_most(),
                     Check {
@@ -81,6 +86,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.0,
                         why: "§2.1's bound C + 1 mcu, checked at every switch after the wakeup",
                         bound: Bound::Within,
+                        differs: None,
                     }
                     .at_most(),
                 ])
@@ -103,6 +109,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.0,
                         why: "exact: its EVT is SVT - 50, below every other thread's, at each wakeup (no switch cost here)",
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "share of mpeg".into(),
@@ -111,6 +118,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.005,
                         why: "it needs 5 of every 10 mcu, which is its weighted share (advance 1 against 2 and 2)",
                         bound: Bound::Within,
+                        differs: None,
                     },
                 ])
             },
@@ -131,6 +139,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.0,
                         why: "exact: mpeg runs warped from 5 mcu until L = 5 mcu later, then reverts to its AVT, which is behind nobody's",
                         bound: Bound::Within,
+                        differs: None,
                     }
                     .at_most(),
                     Check {
@@ -140,6 +149,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.01,
                         why: "equal weights; the warped stretch is repaid within a few C",
                         bound: Bound::Within,
+                        differs: None,
                     },
                 ])
             },
@@ -161,6 +171,7 @@ pub fn entries() -> Vec<Entry> {
                     tolerance: 0.0,
                     why: "exact: a hard real-time thread with enough warp is dispatched at each release and runs its 5ms",
                     bound: Bound::Within,
+                    differs: None,
                 });
                 Ok(checks)
             },
@@ -183,6 +194,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.0,
                         why: "the paper's bound: one mcu (it checks warp limits at mcu granularity; hsched's timers are exact, so it may do better)",
                         bound: Bound::Within,
+                        differs: None,
                     }
                     .at_most(),
                 );
@@ -231,6 +243,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.06,
                         why,
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "short-query response, BVT over RR, two long queries".into(),
@@ -239,6 +252,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.03,
                         why,
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "long1 over long2 CPU while both run, under BVT".into(),
@@ -248,6 +262,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.02,
                         why: "equal weights; C + 1 mcu = 20ms over the 10s both run",
                         bound: Bound::Within,
+                        differs: None,
                     },
                 ])
             },
@@ -267,6 +282,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.0,
                         why: "exact rational arithmetic",
                         bound: Bound::Within,
+                        differs: None,
                     })
                     .collect())
             },
@@ -370,6 +386,7 @@ fn shares(r: &RunResult, expected: &[(&str, f64)], tolerance: f64) -> Vec<Check>
             tolerance,
             why: "the paper's Linux run is one measurement with I/O and X noise; our workload matches its description, not its exact timing",
             bound: Bound::Within,
+            differs: None,
         })
         .collect()
 }
@@ -402,6 +419,7 @@ fn latencies(r: &RunResult, rt: f64, int: f64, cont: f64) -> Vec<Check> {
             tolerance: 0.005,
             why: "about one context switch (5us here); hsched dispatches at the wakeup, so it measures 0 to 5us",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "mean dispatch latency of int (ms)".into(),
@@ -410,6 +428,7 @@ fn latencies(r: &RunResult, rt: f64, int: f64, cont: f64) -> Vec<Check> {
             tolerance: 0.0,
             why: "an upper bound: int waits only when it wakes during an rt run (5ms at most); the paper's 5.02 includes Linux's own delays",
             bound: Bound::Within,
+            differs: None,
         }
         .at_most(),
         Check {
@@ -419,6 +438,7 @@ fn latencies(r: &RunResult, rt: f64, int: f64, cont: f64) -> Vec<Check> {
             tolerance: 0.0,
             why: "batch waits tens of times longer than interactive (paper: 265.1ms against 5.02ms); we require at least 10x, since Linux's 265ms also held other processes",
             bound: Bound::Within,
+            differs: None,
         }
         .at_least(),
         Check {
@@ -428,6 +448,7 @@ fn latencies(r: &RunResult, rt: f64, int: f64, cont: f64) -> Vec<Check> {
             tolerance: 0.0,
             why: "the paper's qualitative result",
             bound: Bound::Within,
+            differs: None,
         },
     ]
 }
@@ -488,6 +509,7 @@ fn deadlines() -> Result<Vec<Check>, String> {
                 tolerance: 0.0,
                 why: "\"BVT is within 10% of DBS\" (Fig. 5): a bound",
                 bound: Bound::Within,
+                differs: None,
             }
             .at_most(),
         );
@@ -498,6 +520,7 @@ fn deadlines() -> Result<Vec<Check>, String> {
             tolerance: 0.05,
             why: "\"the same behavior as fixed priority\" (Fig. 5); 5 points for the different tie-breaking",
             bound: Bound::Within,
+            differs: None,
         });
         checks.push(
             Check {
@@ -507,6 +530,7 @@ fn deadlines() -> Result<Vec<Check>, String> {
                 tolerance: 0.0,
                 why: "\"WRR is uncompetitive\": never better than BVT (a bound)",
                 bound: Bound::Within,
+                differs: None,
             }
             .at_most(),
         );
@@ -541,6 +565,7 @@ fn deadlines() -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "exact: BVT never sees the predictions",
             bound: Bound::Within,
+            differs: None,
         });
         checks.push(
             Check {
@@ -550,6 +575,7 @@ fn deadlines() -> Result<Vec<Check>, String> {
                 tolerance: 0.0,
                 why: "\"error in prediction degrades DBS significantly\": a drop of at least 5 points",
                 bound: Bound::Within,
+                differs: None,
             }
             .at_least(),
         );
@@ -562,6 +588,7 @@ fn deadlines() -> Result<Vec<Check>, String> {
                 tolerance: 0.0,
                 why: "\"unless ... the CPU predictions are within 15%, using BVT is better than using DBS\" (a bound; measured in 1ms steps = 1.1%)",
                 bound: Bound::Within,
+                differs: None,
             }
             .at_most(),
         );
@@ -573,8 +600,14 @@ fn deadlines() -> Result<Vec<Check>, String> {
                 tolerance: 0.03,
                 why: "\"BVT performs as well as DBS under high contention with CPU predictions in error by less than 7.4%\"; 3 points: the 1ms sweep step (1.1%) plus the error model (the paper does not define its %err exactly)",
                 bound: Bound::Within,
+                differs: None,
             });
         }
     }
     Ok(checks)
+}
+
+/// Timing entries (`hsched repro --timing`).
+pub fn timing_entries() -> Vec<Entry> {
+    Vec::new()
 }

@@ -25,6 +25,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.001,
                         why: "one 10ms quantum over the 10s horizon: the last rotation may be cut short",
                         bound: Bound::Within,
+                        differs: None,
                     })
                     .collect()
                 })
@@ -46,6 +47,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.01,
                         why: "rr hands out 10ms quanta inside 7ms windows between reservation periods, so who gets a window alternates; the imbalance stays under one quantum per 100 windows",
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "share of b (the rest)".into(),
@@ -54,6 +56,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.01,
                         why: "the complement of t's share (no idle time, no switch cost)",
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "CPU received by the reservation".into(),
@@ -62,6 +65,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.001,
                         why: "the reservation is exact to the nanosecond; one period may be cut by the horizon",
                         bound: Bound::Within,
+                        differs: None,
                     },
                 ]
                 })
@@ -83,6 +87,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.001,
                         why: "the reservation is exact to the nanosecond; one period may be cut by the horizon",
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "share of b".into(),
@@ -91,6 +96,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.001,
                         why: "the complement of t's share",
                         bound: Bound::Within,
+                        differs: None,
                     },
                 ]
                 })
@@ -112,6 +118,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.0,
                         why: "exact: nothing else can run while it is runnable",
                         bound: Bound::Within,
+                        differs: None,
                     },
                     Check {
                         quantity: "share of low (NULL)".into(),
@@ -120,6 +127,7 @@ pub fn entries() -> Vec<Entry> {
                         tolerance: 0.0,
                         why: "exact",
                         bound: Bound::Within,
+                        differs: None,
                     },
                 ]
                 })
@@ -208,6 +216,7 @@ fn table5() -> Result<Vec<Check>, String> {
                 tolerance: 0.03,
                 why: TABLE5_SHARE,
                 bound: Bound::Within,
+                differs: None,
             },
             Check {
                 quantity: format!("{label}: share of background"),
@@ -216,6 +225,7 @@ fn table5() -> Result<Vec<Check>, String> {
                 tolerance: 0.03,
                 why: TABLE5_SHARE,
                 bound: Bound::Within,
+                differs: None,
             },
         ]
     };
@@ -228,6 +238,7 @@ fn table5() -> Result<Vec<Check>, String> {
         tolerance: 0.0,
         why: "hard: never more than the amount in a window of the grid (from 0, when it joined); the paper's 32.6% is above 10/33 = 30.3%, probably because its Windows 2000 budgets were enforced at clock-interrupt granularity",
         bound: Bound::AtMost,
+        differs: None,
     });
     checks.push(Check {
         quantity: "RESBH 10, 33: misses".into(),
@@ -236,6 +247,7 @@ fn table5() -> Result<Vec<Check>, String> {
         tolerance: 0.0,
         why: "exact: the 10ms come at the start of every 33ms window, so frames are exactly 33ms apart",
         bound: Bound::Within,
+        differs: None,
     });
     checks.extend(row(&resbs, "RESBS 10, 33", 0.673, 0.326));
     checks.push(Check {
@@ -246,6 +258,7 @@ fn table5() -> Result<Vec<Check>, String> {
         why:
             "exact: the reserved 10ms of every window complete a frame, whatever time sharing adds",
         bound: Bound::Within,
+        differs: None,
     });
     checks.push(Check {
         quantity: "RESBS 10, 33: CPU through res".into(),
@@ -254,6 +267,7 @@ fn table5() -> Result<Vec<Check>, String> {
         tolerance: 0.001,
         why: "the reservation part is exact; the last window is cut by the horizon",
         bound: Bound::Within,
+        differs: None,
     });
     checks.extend(row(&high, "NULL, high priority", 0.967, 0.0326));
     checks.push(Check {
@@ -263,6 +277,7 @@ fn table5() -> Result<Vec<Check>, String> {
         tolerance: 6.0,
         why: "rough size: one miss per starvation relief of the background thread (a 50ms quantum every 4s: 7 in 30s); the paper's count depends on how often its Windows balance set manager ran",
         bound: Bound::Within,
+        differs: None,
     });
     checks.extend(row(&default, "NULL, default priority", 0.499, 0.50));
     checks.push(Check {
@@ -272,6 +287,7 @@ fn table5() -> Result<Vec<Check>, String> {
         tolerance: 44.0,
         why: "15%: alternating 50ms quanta leave 60ms gaps, one miss per 100ms cycle; the paper's count implies a quantum near 50ms",
         bound: Bound::Within,
+        differs: None,
     });
     checks.extend(row(&low, "NULL, low priority", 0.0311, 0.969));
     checks.push(Check {
@@ -281,6 +297,7 @@ fn table5() -> Result<Vec<Check>, String> {
         tolerance: 148.0,
         why: "15%: starved but for its reliefs, the loop misses one deadline per 33ms; no 30s run can miss more than 909 that way, so the paper counted a little longer or finer",
         bound: Bound::Within,
+        differs: None,
     });
     let (h, d, l) = (
         misses(&high, "app"),
@@ -294,6 +311,7 @@ fn table5() -> Result<Vec<Check>, String> {
         tolerance: 0.0,
         why: "the order is the paper's claim: the lower the priority, the more misses",
         bound: Bound::Within,
+        differs: None,
     });
     Ok(checks)
 }
@@ -309,6 +327,7 @@ fn fig4() -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "exact: a hard reservation, CPU bound, gets its amount and no more",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "OVR: the overrun partition, 10/33".into(),
@@ -317,6 +336,7 @@ fn fig4() -> Result<Vec<Check>, String> {
             tolerance: 0.0005,
             why: "exact but for the last window, cut by the horizon: T2 always overruns, so the partition is always used",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "T2 (always overruns): at least 5/33 + half of 10/33".into(),
@@ -325,6 +345,7 @@ fn fig4() -> Result<Vec<Check>, String> {
             tolerance: 0.0005,
             why: "its own reservation plus its round-robin half of the partition, which T3 also draws on",
             bound: Bound::AtLeast,
+            differs: None,
         },
         Check {
             quantity: "T2: at most 5/33 + 10/33".into(),
@@ -333,6 +354,7 @@ fn fig4() -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "RES's reservations are hard: T2 can only get its own and the whole partition",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "T3 (7ms every 33ms, 2ms over its 5ms): share".into(),
@@ -341,6 +363,7 @@ fn fig4() -> Result<Vec<Check>, String> {
             tolerance: 0.0005,
             why: "all of its demand is served; the horizon ends on a period boundary",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "T3: missed deadlines".into(),
@@ -349,6 +372,7 @@ fn fig4() -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "exact: its overrun is covered by the partition, of which it gets at least half",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "T4 (NULL): at least the unreserved 1 - 1/10 - 20/33".into(),
@@ -357,6 +381,7 @@ fn fig4() -> Result<Vec<Check>, String> {
             tolerance: 0.0005,
             why: "the reservations are hard, so time sharing gets at least what they leave (the last window is cut by the horizon)",
             bound: Bound::AtLeast,
+            differs: None,
         },
         Check {
             quantity: "T4 (NULL): what RES leaves".into(),
@@ -365,6 +390,12 @@ fn fig4() -> Result<Vec<Check>, String> {
             tolerance: 1e-9,
             why: "exact: time sharing gets every moment the reservation scheduler does not use",
             bound: Bound::Within,
+            differs: None,
         },
     ])
+}
+
+/// Timing entries (`hsched repro --timing`).
+pub fn timing_entries() -> Vec<Entry> {
+    Vec::new()
 }

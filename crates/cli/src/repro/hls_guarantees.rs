@@ -47,6 +47,7 @@ fn exact(quantity: String, paper: f64, measured: f64) -> Check {
         tolerance: 0.0,
         why: EXACT,
         bound: Bound::Within,
+        differs: None,
     }
 }
 
@@ -159,6 +160,7 @@ fn simulation_checks(r: &RunResult) -> Result<Vec<Check>, String> {
         tolerance: 0.0,
         why,
         bound: Bound::AtLeast,
+        differs: None,
     });
     checks.push(Check {
         quantity: "simulated: most video CPU in a 33ms window of res's grid (ms, hard)".into(),
@@ -167,6 +169,7 @@ fn simulation_checks(r: &RunResult) -> Result<Vec<Check>, String> {
         tolerance: 0.0,
         why,
         bound: Bound::AtMost,
+        differs: None,
     });
 
     // What the join passes on, RESBS 40, 80, on res's grid for `j`.
@@ -183,6 +186,7 @@ fn simulation_checks(r: &RunResult) -> Result<Vec<Check>, String> {
         tolerance: 0.0,
         why: "a lower bound (soft: the join adds fp's slack), checked on every whole window of the run",
         bound: Bound::AtLeast,
+        differs: None,
     });
 
     // The PSBE labels: the worst deficit s·t − supply over every interval.
@@ -202,6 +206,7 @@ fn simulation_checks(r: &RunResult) -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "an upper bound, checked exactly over every interval of the run (CPU-bound threads, so always wanting the CPU)",
             bound: Bound::AtMost,
+            differs: None,
         });
     }
     Ok(checks)

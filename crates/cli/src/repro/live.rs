@@ -312,6 +312,7 @@ fn sim_shares() -> Result<Vec<Check>, String> {
                 tolerance: 0.03,
                 why: "the issue's target: the simulation's share within 3 percentage points; live loses a little to the agent, interrupts and kernel threads",
                 bound: Bound::Within,
+                differs: None,
             });
         }
     }
@@ -364,6 +365,7 @@ fn hls_table5() -> Result<Vec<Check>, String> {
             tolerance: 0.035,
             why: SHARE,
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "RESBS 10, 33: share of app".into(),
@@ -372,6 +374,7 @@ fn hls_table5() -> Result<Vec<Check>, String> {
             tolerance: 0.035,
             why: SHARE,
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "RESBS 10, 33: frame gaps over 35ms (fraction)".into(),
@@ -380,6 +383,7 @@ fn hls_table5() -> Result<Vec<Check>, String> {
             tolerance: 0.01,
             why: "no miss in the paper: every gap at most 33ms; live, a frame can end a wakeup-and-dispatch delay late (up to a few ms in this VM's tail), so 2ms of slack, and 1% of gaps for the host's hiccups; a gap over 33ms by a microsecond is a miss, so misses are not compared",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "RESBH 11, 33: frame gaps over 35ms (fraction)".into(),
@@ -388,6 +392,7 @@ fn hls_table5() -> Result<Vec<Check>, String> {
             tolerance: 0.01,
             why: "RESBH 10, 33 is an exact fit: live, every reserved 10ms gives a little less than 10ms of the thread's own CPU clock, so frames spill into the next period (gaps near 2 x 33ms); with a millisecond to spare the paper's result holds, with the same slack as above",
             bound: Bound::AtMost,
+            differs: None,
         },
     ])
 }
@@ -444,6 +449,7 @@ fn bvt_table1() -> Result<Vec<Check>, String> {
             tolerance: 0.02,
             why: "the paper's video ran at 30 frames/s, this one at 60: compared as a fraction of the video's own rate; a frame in progress at the end is not counted",
             bound: Bound::AtLeast,
+            differs: None,
         },
         Check {
             quantity: "BVT: late frames (fraction)".into(),
@@ -452,6 +458,7 @@ fn bvt_table1() -> Result<Vec<Check>, String> {
             tolerance: 0.01,
             why: "late: not done 30ms after the frame time, as the paper counts; a point of slack for the host's hiccups of milliseconds",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "Linux default: frame rate / the video's".into(),
@@ -460,6 +467,7 @@ fn bvt_table1() -> Result<Vec<Check>, String> {
             tolerance: 0.4,
             why: "the paper's point, not its number: Linux 2.2 halved the rate; today's EEVDF gives the video its fair fifth (20%) of a CPU against four hogs, of the 24% it needs: about 0.83 of the rate, so at most 0.9",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "Linux default: late frames (fraction)".into(),
@@ -468,6 +476,7 @@ fn bvt_table1() -> Result<Vec<Check>, String> {
             tolerance: 0.2,
             why: "the paper's point: far more frames late than under BVT (its 40%); at least 20% here",
             bound: Bound::AtLeast,
+            differs: None,
         },
     ])
 }
@@ -567,6 +576,7 @@ fn vassal_table2() -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "rtwake's guarantee: it never runs a thread before its wakeup (the paper's 4µs-early samples were clock jitter); live with hard parking the thread is stopped until then",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "rtwake: mean interval (µs)".into(),
@@ -575,6 +585,7 @@ fn vassal_table2() -> Result<Vec<Check>, String> {
             tolerance: 20.0,
             why: "the wakeups keep the period: between wakeups one period apart, the mean is the period plus the change in lateness, which averages out; 2% for the host's hiccups",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "rtwake std / clock_nanosleep std (intervals)".into(),
@@ -583,6 +594,7 @@ fn vassal_table2() -> Result<Vec<Check>, String> {
             tolerance: 1.0 - 21.0 / 82.0,
             why: "the paper's claim, a tighter spread than the system's timer (a quarter of NT's tick-based timers'); here against Linux's high-resolution clock_nanosleep, which has no tick to round to: at most the same spread",
             bound: Bound::AtMost,
+            differs: None,
         },
     ])
 }
@@ -737,6 +749,7 @@ fn cyclictest() -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "the issue's target, measured side by side in one run: hsched's user-space dispatch adds the agent's hearing of the wakeup (the kernel's irq_work, a context switch), its decision and its raising of the thread to the kernel's timer latency",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "reservation: wakeup p99 / SCHED_FIFO's".into(),
@@ -745,6 +758,7 @@ fn cyclictest() -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "as above, under `res` (EDF over reservations)",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "BVT warp, speculating: p99 / SCHED_FIFO's".into(),
@@ -753,6 +767,7 @@ fn cyclictest() -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "the same target with `--speculate`: the warped thread, run at each wakeup, is left ready to run at the next, so Linux runs it before the agent hears of the wakeup",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "reservation, speculating: p99 / SCHED_FIFO's".into(),
@@ -761,6 +776,7 @@ fn cyclictest() -> Result<Vec<Check>, String> {
             tolerance: 0.0,
             why: "as above, under `res`",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "BVT, speculating: wakeups against the hierarchy".into(),
@@ -769,6 +785,7 @@ fn cyclictest() -> Result<Vec<Check>, String> {
             tolerance: 0.01,
             why: "the speculation must be the hierarchy's own decision: a warped thread wins every wakeup, so at most 1% of speculative wakeups may have run against it",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "reservation, speculating: wakeups against the hierarchy".into(),
@@ -777,6 +794,7 @@ fn cyclictest() -> Result<Vec<Check>, String> {
             tolerance: 0.01,
             why: "as above: a reserved thread that has budget wins its wakeup",
             bound: Bound::AtMost,
+            differs: None,
         },
     ])
 }

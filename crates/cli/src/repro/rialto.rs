@@ -38,6 +38,7 @@ fn fig_3_1() -> Entry {
                     tolerance: 0.0,
                     why: "the continuous guarantee is exact: a lower bound, checked over every window of the run",
                     bound: Bound::Within,
+                    differs: None,
                 }
                 .at_least())
                 .collect())
@@ -83,6 +84,7 @@ fn section_3_2() -> Entry {
                     tolerance: 0.0,
                     why: exact,
                     bound: Bound::Within,
+                    differs: None,
                 });
                 checks.push(Check {
                     quantity: format!("{thread}: assigned elsewhere (ms)"),
@@ -91,6 +93,7 @@ fn section_3_2() -> Entry {
                     tolerance: 0.0,
                     why: exact,
                     bound: Bound::Within,
+                    differs: None,
                 });
             }
             let c3 = begin_reply(&r, "C3")?;
@@ -101,6 +104,7 @@ fn section_3_2() -> Entry {
                 tolerance: 0.0,
                 why: exact,
                 bound: Bound::Within,
+                differs: None,
             });
             checks.push(Check {
                 quantity: "C3: time it could be assigned (ms)".into(),
@@ -109,6 +113,7 @@ fn section_3_2() -> Entry {
                 tolerance: 0.0,
                 why: exact,
                 bound: Bound::Within,
+                differs: None,
             });
             Ok(checks)
         },
@@ -136,6 +141,7 @@ fn fig_5_3() -> Entry {
                         tolerance: 0.0,
                         why: "the graph reserves the 20us switch in front of every interval, so the whole amount is run time: a lower bound, checked over every window",
                         bound: Bound::Within,
+                        differs: None,
                     }
                     .at_least()
                 })
@@ -231,6 +237,7 @@ fn fig_5_5() -> Entry {
                     tolerance: 5.0,
                     why: "the paper's line sits just above 50ms (kernel overheads); here only the 20us switch adds to the 50ms of work",
                     bound: Bound::Within,
+                    differs: None,
                 });
             }
             // The first count of competitors at which the mean response
@@ -250,6 +257,7 @@ fn fig_5_5() -> Entry {
                 tolerance: 0.0,
                 why: "the paper: \"crossing the 200ms threshold at three competing tasks\"; round robin of 10ms quanta (each including the 20us switch) gives about 50 + 60N ms here",
                 bound: Bound::Within,
+                differs: None,
             });
             Ok(checks)
         },
@@ -276,6 +284,7 @@ fn fig_5_6() -> Entry {
                         tolerance: 0.0,
                         why: "\"stays within the 200ms deadline through five opposing activities\": every accepted constraint is guaranteed",
                         bound: Bound::AtMost,
+                        differs: None,
                     });
                     checks.push(Check {
                         quantity: format!("mean response, unreserved, {n} competitors (ms)"),
@@ -284,6 +293,7 @@ fn fig_5_6() -> Entry {
                         tolerance: 0.0,
                         why: "an upper bound: the deadline",
                         bound: Bound::AtMost,
+                        differs: None,
                     });
                 }
                 if misses == 0 && last_ok == n - 1 {
@@ -297,6 +307,7 @@ fn fig_5_6() -> Entry {
                 tolerance: 0.0,
                 why: "a lower bound: the paper's kernel held reservations of its own, so its free time ran out sooner than here (our graph has 100% - 10% per competitor free)",
                 bound: Bound::AtLeast,
+                differs: None,
             });
             let reserve = Op::Msg {
                 to: hsched_model::Target::Parent,
@@ -312,6 +323,7 @@ fn fig_5_6() -> Entry {
                 tolerance: 100.0,
                 why: "the paper says \"approximately 500ms (50ms of work with a 10% reservation)\": 2.5 periods of 200ms, plus or minus where in its period the work arrives",
                 bound: Bound::Within,
+                differs: None,
             });
             Ok(checks)
         },
@@ -345,6 +357,7 @@ fn section_5_4() -> Entry {
                     tolerance: 0.0,
                     why: "the guarantee: an accepted constraint whose work does not exceed its estimate finishes by its deadline",
                     bound: Bound::AtMost,
+                    differs: None,
                 },
                 Check {
                     quantity: format!("fraction granted (of {} issued; paper 1721 of 4563)", judged.len()),
@@ -353,6 +366,7 @@ fn section_5_4() -> Entry {
                     tolerance: 0.3,
                     why: "reported rather than matched: the paper does not give its activities, reservations or background load, on which the fraction depends",
                     bound: Bound::Within,
+                    differs: None,
                 },
             ])
         },
@@ -383,6 +397,7 @@ fn fig_5_7() -> Entry {
                     tolerance: 2.0,
                     why: "free time goes round robin among the three activities, 10 points each here; the paper lost about 1 point per activity to kernel activities and interrupts it did not show",
                     bound: Bound::Within,
+                    differs: None,
                 });
                 let spread = threads.iter().copied().fold(f64::MIN, f64::max)
                     - threads.iter().copied().fold(f64::MAX, f64::min);
@@ -393,6 +408,7 @@ fn fig_5_7() -> Entry {
                     tolerance: 0.5,
                     why: "\"nearly indistinguishable\": round robin within the activity, up to one 10ms quantum apart over the 10s run",
                     bound: Bound::AtMost,
+                    differs: None,
                 });
             }
             Ok(checks)
@@ -418,6 +434,7 @@ fn fig_5_8() -> Entry {
                     tolerance: 4.0,
                     why: "free time goes round robin among activities (10 points each here); the paper's third activity got 6 points, from \"the same threads systematically receiving the same free time intervals of different lengths\"",
                     bound: Bound::Within,
+                    differs: None,
                 });
                 checks.push(Check {
                     quantity: format!("{activity}: first thread minus the larger other (points)"),
@@ -426,6 +443,7 @@ fn fig_5_8() -> Entry {
                     tolerance: 0.0,
                     why: "the paper gives no number, only that the first thread \"receives more time than the other two\": a lower bound",
                     bound: Bound::AtLeast,
+                    differs: None,
                 });
                 checks.push(Check {
                     quantity: format!("{activity}: difference between the other two (points)"),
@@ -434,6 +452,7 @@ fn fig_5_8() -> Entry {
                     tolerance: 1.0,
                     why: "\"roughly comparable amounts of CPU time, although not as close as in the previous experiment\"",
                     bound: Bound::AtMost,
+                    differs: None,
                 });
             }
             Ok(checks)
@@ -532,4 +551,9 @@ fn least_in_window(r: &RunResult, name: &str, len: Duration, from: Instant) -> u
         .map(|a| received(a, a + len))
         .min()
         .unwrap_or(0)
+}
+
+/// Timing entries (`hsched repro --timing`).
+pub fn timing_entries() -> Vec<Entry> {
+    Vec::new()
 }

@@ -91,6 +91,7 @@ fn check(quantity: &str, paper: f64, measured: f64, tolerance: f64, why: &'stati
         tolerance,
         why,
         bound: Bound::Within,
+        differs: None,
     }
 }
 
@@ -226,4 +227,9 @@ mod tests {
         let failed: Vec<_> = checks.iter().filter(|c| !c.passed()).collect();
         assert!(failed.is_empty(), "{failed:#?}");
     }
+}
+
+/// Timing entries (`hsched repro --timing`).
+pub fn timing_entries() -> Vec<Entry> {
+    Vec::new()
 }

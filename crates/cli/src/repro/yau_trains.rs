@@ -70,6 +70,7 @@ fn fig_15() -> Result<Vec<Check>, String> {
             why: "FRC shares 0.5:0.25 in 10ms quanta over a 10s run, so the split is exact to \
                   a few quanta (≈0.3%); the rest is the last call cut at the horizon",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "train: pair CPU / greedy CPU".into(),
@@ -79,6 +80,7 @@ fn fig_15() -> Result<Vec<Check>, String> {
             why: "the paper reads 'twice' off a plot; the simulated split is 0.5:0.25 up to one \
                   10ms quantum in 10s (0.3%), 0.05 leaves room for the quantum rounding",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "rpc: pair share of the CPU".into(),
@@ -92,6 +94,7 @@ fn fig_15() -> Result<Vec<Check>, String> {
                   one's lead (10ms, then 50ms: next check). The paper does not give the server's quantum \
                   nor its Solaris RPC hand-off; even a 1ms server quantum gives 4.8% here",
             bound: Bound::AtMost,
+            differs: None,
         },
         Check {
             quantity: "rpc: greedy CPU per call, ms (Figure 1's L2 predicts)".into(),
@@ -103,6 +106,7 @@ fn fig_15() -> Result<Vec<Check>, String> {
                   quantum), the server at min f + 10ms/0.05 = 200ms of virtual time ahead \
                   (50ms of greedy at 0.25); exact up to the call cut at the horizon",
             bound: Bound::Within,
+            differs: None,
         },
         Check {
             quantity: "rpc: pair rate / standalone".into(),
@@ -112,6 +116,7 @@ fn fig_15() -> Result<Vec<Check>, String> {
             why: "an upper bound: with RPC the pair progresses far below the train's 2/3 \
                   (the paper: 18% of the CPU against the train's 67%); half is a generous ceiling",
             bound: Bound::AtMost,
+            differs: None,
         },
     ])
 }
