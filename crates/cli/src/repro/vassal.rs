@@ -200,6 +200,11 @@ fn table_2() -> Result<Vec<Check>, String> {
     ])
 }
 
+/// Timing entries (`hsched repro --timing`).
+pub fn timing_entries() -> Vec<Entry> {
+    Vec::new()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,9 +232,4 @@ mod tests {
         let failed: Vec<_> = checks.iter().filter(|c| !c.passed()).collect();
         assert!(failed.is_empty(), "{failed:#?}");
     }
-}
-
-/// Timing entries (`hsched repro --timing`).
-pub fn timing_entries() -> Vec<Entry> {
-    Vec::new()
 }
