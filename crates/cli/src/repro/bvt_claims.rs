@@ -15,7 +15,7 @@ use hsched_model::{Dist, JobRecord, Op, RunResult, Scenario, SegmentKind, Thread
 
 /// The entries run by `hsched repro --all`.
 pub fn entries() -> Vec<Entry> {
-    vec![table1(), table2(), table3()]
+    vec![table1(), table2(), table3(), fig1_window(), device()]
 }
 
 /// The timing entries (`hsched repro --timing`).
@@ -320,5 +320,394 @@ fn table3() -> Entry {
                 Check::new("int's mean latency (ms)", 19.0, mean, 3.0, "3ms: the spread of a mean of some 30 wakeups").differs(diagnosis),
             ])
         },
+    }
+}
+
+// ----- the scenario's BVT inputs --------------------------------------------------------
+
+/// The `bvt` instance `name`'s parameters, defaults filled in.
+fn bvt_params(scn: &Scenario, name: &str) -> Result<hsched_core::Params, String> {
+    let s = scn
+        .schedulers
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| format!("the scenario has no scheduler `{name}`"))?;
+    s.params.resolve(&(hsched_policies::bvt::INFO.params)())
+}
+
+/// Thread `name`'s `bvt` attachment, defaults filled in.
+fn bvt_attach(scn: &Scenario, name: &str) -> Result<hsched_core::Params, String> {
+    let t = scn
+        .threads
+        .iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| format!("the scenario has no thread `{name}`"))?;
+    t.params
+        .resolve(&(hsched_policies::bvt::INFO.child_params)())
+}
+
+fn parse(file: (&str, &str)) -> Result<Scenario, String> {
+    hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())
+}
+
+/// `C_i = ceil(C * m_i / mcu)`, the allowance in thread i's virtual units
+/// (§2.1's `C/w_i`).
+fn allowance_units(c: Duration, mcu: Duration, m: u64) -> u64 {
+    (c.as_nanos() as u128 * m as u128).div_ceil(mcu.as_nanos().max(1) as u128) as u64
+}
+
+/// (start, end) of every run of `name` (segments cut and resumed at one
+/// instant merged), in time order.
+fn runs(r: &RunResult, name: &str) -> Result<Vec<(Instant, Instant)>, String> {
+    let id = thread(r, name)?.id;
+    let trace = r.trace.as_ref().ok_or("repro runs record the trace")?;
+    let mut segs: Vec<(Instant, Instant)> = trace
+        .segments
+        .iter()
+        .filter(|s| s.what == SegmentKind::Run(id))
+        .map(|s| (s.start, s.end))
+        .collect();
+    segs.sort();
+    let mut out: Vec<(Instant, Instant)> = Vec::new();
+    for (s, e) in segs {
+        match out.last_mut() {
+            Some(last) if last.1 == s => last.1 = e,
+            _ => out.push((s, e)),
+        }
+    }
+    Ok(out)
+}
+
+// ----- §2.1, Fig. 1: the scheduling window -----------------------------------------------
+
+/// §2.1's switching rule applied to two always-runnable threads with mcu
+/// advances `m` and allowances `c` (virtual units), the first running
+/// first: each runs whole mcus until it passes the other by its own
+/// allowance. Returns the length, in mcu, of the cycle the alternation
+/// settles into (the scheduling window) and the first thread's mcu in it.
+fn window_by_rule(m: [u64; 2], c: [u64; 2]) -> Option<(u64, u64)> {
+    let (mut a, mut run) = ([0u64; 2], 0usize);
+    let mut seen = std::collections::BTreeMap::new();
+    let mut history: Vec<(usize, u64)> = Vec::new();
+    for step in 0..10_000 {
+        let o = 1 - run;
+        // Normalised state: who runs, and how far the other is ahead.
+        let key = (run, a[o] as i128 - a[run] as i128);
+        if let Some(&first) = seen.get(&key) {
+            let cycle = &history[first..step];
+            let total = cycle.iter().map(|&(_, k)| k).sum();
+            let first_thread = cycle
+                .iter()
+                .filter(|&&(t, _)| t == 0)
+                .map(|&(_, k)| k)
+                .sum();
+            return Some((total, first_thread));
+        }
+        seen.insert(key, step);
+        let need = (a[o] + c[run]).saturating_sub(a[run]);
+        let k = need.div_ceil(m[run]).max(1);
+        a[run] += k * m[run];
+        history.push((run, k));
+        run = o;
+    }
+    None
+}
+
+fn fig1_window() -> Entry {
+    Entry {
+        name: "bvt-fig1-window",
+        source: "BVT §2.1, Fig. 1: the 9-mcu scheduling window",
+        claim: "weights 2:1 (advances 1 and 2) with C = 2 mcu: context switches occur when the running thread passes the waiting one by C; \"over a scheduling window of 9 mcu, each thread receives its fair share\"",
+        scenarios: &["scenarios/papers/bvt-fig1.toml"],
+        run: || fig1_window_checks(scenario!("bvt-fig1.toml")),
+    }
+}
+
+/// Fig. 1's window on `file` (a variant may change the weights or C).
+fn fig1_window_checks(file: (&str, &str)) -> Result<Vec<Check>, String> {
+    {
+        {
+            let scn = parse(file)?;
+            let p = bvt_params(&scn, "bvt")?;
+            let (mcu, c) = (p.duration("mcu"), p.duration("allowance"));
+            let m = [
+                bvt_attach(&scn, "gcc")?.int("advance") as u64,
+                bvt_attach(&scn, "bigsim")?.int("advance") as u64,
+            ];
+            let cu = [allowance_units(c, mcu, m[0]), allowance_units(c, mcu, m[1])];
+            let (window, gcc_mcu) =
+                window_by_rule(m, cu).ok_or("the rule's alternation does not settle")?;
+            let r = simulate(file)?;
+            // The measured alternation: (thread, mcu) of each run, skipping
+            // the first runs (the start, where both are at 0) and the last
+            // (cut by the horizon); then its period.
+            let mut seq: Vec<(u8, u64)> = Vec::new();
+            for (t, name) in [(0u8, "gcc"), (1, "bigsim")] {
+                for (s, e) in runs(&r, name)? {
+                    seq.push((t, s.as_nanos()));
+                    let _ = e;
+                }
+            }
+            let mut all: Vec<(u64, u8, u64)> = Vec::new();
+            for (t, name) in [(0u8, "gcc"), (1, "bigsim")] {
+                for (s, e) in runs(&r, name)? {
+                    all.push((s.as_nanos(), t, (e - s).as_nanos() / mcu.as_nanos().max(1)));
+                }
+            }
+            all.sort();
+            let steady: Vec<(u8, u64)> = all[4..all.len() - 1]
+                .iter()
+                .map(|&(_, t, k)| (t, k))
+                .collect();
+            let period = (1..=steady.len() / 2)
+                .find(|&p| steady.iter().zip(&steady[p..]).all(|(x, y)| x == y))
+                .ok_or("the run's alternation is not periodic")?;
+            let measured: u64 = steady[..period].iter().map(|&(_, k)| k).sum();
+            let measured_gcc: u64 = steady[..period]
+                .iter()
+                .filter(|&&(t, _)| t == 0)
+                .map(|&(_, k)| k)
+                .sum();
+            let _ = seq;
+            Ok(vec![
+                Check::new(
+                    format!("scheduling window (mcu); §2.1's rule on this file's inputs gives {window} (the paper's Fig. 1: 9)"),
+                    window as f64,
+                    measured as f64,
+                    0.0,
+                    "exact: whole-mcu charging makes the alternation periodic; the expected value is the switching rule (run until passing the other by C_i = C/w_i) applied to the scenario's advances and C",
+                ),
+                Check::new(
+                    "gcc's share within one window",
+                    gcc_mcu as f64 / window as f64,
+                    measured_gcc as f64 / measured.max(1) as f64,
+                    0.0,
+                    "exact: over the window each receives its fair share (2/3 for weights 2:1), as Fig. 1 says",
+                ),
+                Check::new(
+                    "gcc's fair share by weight (1/m over the sum of 1/m)",
+                    m[1] as f64 / (m[0] + m[1]) as f64,
+                    gcc_mcu as f64 / window as f64,
+                    1e-12,
+                    "the rule's cycle gives exactly the weighted share (float rounding only)",
+                ),
+            ])
+        }
+    }
+}
+
+// ----- §2.2: the device thread -------------------------------------------------------------
+
+fn device() -> Entry {
+    Entry {
+        name: "bvt-2.2-device",
+        source: "BVT §2.2: a device thread with L = 1ms, U = 99ms",
+        claim: "a device thread needing well under 1ms every 100ms, with a large warp, L = 1ms and U = 99ms, is dispatched at once; when it fails, the scheduler stops it warping and using excessive CPU within the window; without the limits a failed device thread with a large warp could run for 200ms or more before being preempted",
+        scenarios: &["scenarios/papers/bvt-2.2-device.toml"],
+        run: || device_checks(scenario!("bvt-2.2-device.toml")),
+    }
+}
+
+/// §2.2's device thread on `file` (a variant may change W, m, L, U, C).
+fn device_checks(file: (&str, &str)) -> Result<Vec<Check>, String> {
+    {
+        {
+            let scn = parse(file)?;
+            let p = bvt_params(&scn, "bvt")?;
+            let (mcu, c) = (p.duration("mcu"), p.duration("allowance"));
+            let at = bvt_attach(&scn, "device")?;
+            let (m, w) = (at.int("advance") as u64, at.int("warp") as u64);
+            let (limit, unwarp) = (at.duration("warp_limit"), at.duration("unwarp"));
+            let app_m = bvt_attach(&scn, "app")?.int("advance") as u64;
+            let failed_at = failure_start(&scn, "device")?;
+            let r = simulate(file)?;
+            let free = simulate_with(file, |s| {
+                for t in s.threads.iter_mut().filter(|t| t.name == "device") {
+                    t.params
+                        .set("warp_limit", hsched_core::Value::Duration(Duration::ZERO));
+                    t.params
+                        .set("unwarp", hsched_core::Value::Duration(Duration::ZERO));
+                }
+            })?;
+            let dev = thread(&r, "device")?;
+            let healthy = dev
+                .wakeup_latencies
+                .iter()
+                .max()
+                .copied()
+                .unwrap_or_default();
+            let longest = |r: &RunResult| -> Result<Duration, String> {
+                Ok(runs(r, "device")?
+                    .into_iter()
+                    .filter(|(_, e)| *e > failed_at)
+                    .map(|(s, e)| e - s.max(failed_at))
+                    .max()
+                    .unwrap_or_default())
+            };
+            // The rule without limits: the failed thread, woken at SVT with
+            // warp W, keeps the CPU until E = A - W passes the app's E by
+            // its allowance C_i: (W + C_i)/m mcu, plus at most one mcu for
+            // where the app's A stood in its current mcu.
+            let hold_mcu = (w + allowance_units(c, mcu, m)).div_ceil(m);
+            let hold = mcu.as_nanos() as f64 * hold_mcu as f64 / 1e6;
+            // With the limits: at most L warped, then §2.1's fair
+            // alternation, each holding the CPU until it passes the other by
+            // its allowance: (C_dev + C_app)/m_dev mcu, plus L.
+            let fair_mcu =
+                (allowance_units(c, mcu, m) + allowance_units(c, mcu, app_m)).div_ceil(m);
+            let limited = ms(limit) + mcu.as_nanos() as f64 * fair_mcu as f64 / 1e6;
+            // The failed thread's CPU in the failure: its weighted share;
+            // warp adds at most L per L + U (§2.2) and no long-term share.
+            let span = end(&r) - failed_at;
+            let got = runs(&r, "device")?
+                .into_iter()
+                .map(|(s, e)| {
+                    e.min(end(&r))
+                        .as_nanos()
+                        .saturating_sub(s.max(failed_at).as_nanos())
+                })
+                .sum::<u64>() as f64
+                / span.as_nanos() as f64;
+            let weighted = app_m as f64 / (m + app_m) as f64;
+            let warped_max = hsched_analysis::bvt_config::max_warped_time(limit, unwarp, span)
+                .map_or(0.0, |d| d.as_nanos() as f64 / span.as_nanos() as f64);
+            let mut checks = vec![
+                Check::new(
+                    "healthy: worst dispatch latency of the device (ms)",
+                    0.0,
+                    ms(healthy),
+                    0.0,
+                    "exact: \"a large W_i to get immediate dispatch when it unblocks\" (no switch cost in this scenario)",
+                ),
+                Check::new(
+                    format!("failed, no limits (L = U = 0): longest run (ms); the rule: (W + C_i)/m = {hold_mcu} mcu"),
+                    hold,
+                    ms(longest(&free)?),
+                    mcu.as_nanos() as f64 / 1e6,
+                    "one mcu: where the app's A stood within its mcu when the device failed",
+                ),
+                Check::new(
+                    format!("failed, L = {}ms, U = {}ms: longest run (ms); at most L + (C_dev + C_app)/m", ms(limit), ms(unwarp)),
+                    limited,
+                    ms(longest(&r)?),
+                    mcu.as_nanos() as f64 / 1e6,
+                    "a bound, as the paper states it (the limits \"limit the short-term CPU consumption\"): L warped, then at most one turn of §2.1's fair alternation (a rewarp U later may cut the app's turn short); one mcu for where the thread's A stood within its mcu",
+                )
+                .at_most(),
+                Check::new(
+                    "failed, with limits: the device's CPU share",
+                    weighted,
+                    got,
+                    warped_max + (c.as_nanos() + mcu.as_nanos()) as f64 / span.as_nanos() as f64,
+                    "its weighted share; warp may add at most L per L + U (max_warped_time over the failure) and fair sharing errs by at most C + 1 mcu (§2.1) over the span",
+                ),
+            ];
+            // The paper's bound is for "a large warp": one worth 200ms or
+            // more of lead, as this file's.
+            if hold >= 200.0 {
+                checks.push(
+                    Check::new(
+                        "failed, no limits: longest run (ms), the paper's bound",
+                        200.0,
+                        ms(longest(&free)?),
+                        0.0,
+                        "the paper: \"could run for 200 milliseconds or more\" (a lower bound, stated for a large warp)",
+                    )
+                    .at_least(),
+                );
+            }
+            Ok(checks)
+        }
+    }
+}
+
+/// The release of the last job of `name`'s finite `periodic` phase: the
+/// program goes on to its failure straight from that job.
+fn failure_start(scn: &Scenario, name: &str) -> Result<Instant, String> {
+    let t = scn
+        .threads
+        .iter()
+        .find(|t| t.name == name)
+        .ok_or_else(|| format!("the scenario has no thread `{name}`"))?;
+    match t.program.ops.first() {
+        Some(Op::Periodic {
+            period,
+            offset,
+            jobs: Some(n),
+            ..
+        }) => Ok(Instant::ZERO + *offset + Duration(period.as_nanos() * n.saturating_sub(1))),
+        _ => Err(format!(
+            "`{name}` does not start with a finite periodic phase"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_pass(checks: &[Check]) {
+        for c in checks {
+            assert!(
+                c.passed(),
+                "{}: paper {} measured {}",
+                c.quantity,
+                c.paper,
+                c.measured
+            );
+        }
+    }
+
+    fn variant(file: (&str, &str), edits: &[(&str, &str)]) -> String {
+        let mut text = file.1.to_string();
+        for (from, to) in edits {
+            assert!(text.contains(from), "{from}");
+            text = text.replace(from, to);
+        }
+        text
+    }
+
+    #[test]
+    fn fig1_window_follows_the_rule_for_other_weights_and_allowances() {
+        let file = scenario!("bvt-fig1.toml");
+        for (gcc, bigsim, c) in [
+            ("1", "3", "30ms"),
+            ("2", "3", "20ms"),
+            ("1", "1", "30ms"),
+            ("3", "5", "40ms"),
+        ] {
+            let text = variant(
+                file,
+                &[
+                    ("advance = 1 }", &format!("advance = {gcc} }}")),
+                    ("advance = 2 }", &format!("advance = {bigsim} }}")),
+                    ("allowance = \"20ms\"", &format!("allowance = \"{c}\"")),
+                ],
+            );
+            let checks = fig1_window_checks((file.0, &text)).unwrap();
+            all_pass(&checks);
+        }
+    }
+
+    #[test]
+    fn the_device_thread_follows_the_rule_for_other_parameters() {
+        let file = scenario!("bvt-2.2-device.toml");
+        for edits in [
+            vec![
+                ("warp = 200", "warp = 300"),
+                ("advance = 10, warp", "advance = 5, warp"),
+            ],
+            vec![(
+                "warp_limit = \"1ms\", unwarp = \"99ms\"",
+                "warp_limit = \"2ms\", unwarp = \"48ms\"",
+            )],
+            vec![
+                ("allowance = \"20ms\"", "allowance = \"30ms\""),
+                ("warp = 200", "warp = 120"),
+            ],
+        ] {
+            let text = variant(file, &edits);
+            all_pass(&device_checks((file.0, &text)).unwrap());
+        }
     }
 }
