@@ -161,6 +161,7 @@ pub struct Entry {
 }
 
 mod bvt;
+mod bvt_claims;
 mod hls;
 mod hls_guarantees;
 mod live;
@@ -186,6 +187,7 @@ pub fn timing_entries() -> Vec<Entry> {
     let mut all = Vec::new();
     all.extend(hls::timing_entries());
     all.extend(bvt::timing_entries());
+    all.extend(bvt_claims::timing_entries());
     all.extend(rialto::timing_entries());
     all.extend(vassal::timing_entries());
     all.extend(yau::timing_entries());
@@ -198,6 +200,7 @@ pub fn entries() -> Vec<Entry> {
     all.extend(hls::entries());
     all.extend(hls_guarantees::entries());
     all.extend(bvt::entries());
+    all.extend(bvt_claims::entries());
     all.extend(rialto::entries());
     all.extend(vassal::entries());
     all.extend(yau::entries());
