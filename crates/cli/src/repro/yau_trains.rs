@@ -430,3 +430,43 @@ fn fig_15() -> Result<Vec<Check>, String> {
         ),
     ])
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaussian_solves_its_system() {
+        let (n, m) = (GAUSS_N, gaussian_args());
+        let x = gaussian(m.clone(), n);
+        for r in 0..n {
+            let lhs: f64 = (0..n).map(|c| m[r * (n + 1) + c] * x[c]).sum();
+            assert!((lhs - m[r * (n + 1) + n]).abs() < 1e-9, "row {r}");
+        }
+    }
+
+    #[test]
+    fn marshalling_round_trips() {
+        let v = vec![1.5, -2.25, 1e300];
+        assert_eq!(unmarshal(&marshal(&v)), v);
+    }
+
+    /// The timing runs and gives finite times; its verdict is not asserted
+    /// (it depends on the machine).
+    #[test]
+    fn timing_runs() {
+        let (train, rpc) = time_calls(adder_service, &[2.0, 3.0], 200, 2);
+        assert!(train.is_finite() && rpc.is_finite() && train > 0.0 && rpc > 0.0);
+        let (train, rpc) = time_calls(gaussian_service, &gaussian_args(), 5, 1);
+        assert!(train.is_finite() && rpc.is_finite());
+    }
+
+    #[test]
+    fn simulated_entries_pass() {
+        for entry in entries() {
+            let checks = (entry.run)().unwrap();
+            let failed: Vec<_> = checks.iter().filter(|c| !c.passed()).collect();
+            assert!(failed.is_empty(), "{}: {failed:#?}", entry.name);
+        }
+    }
+}
