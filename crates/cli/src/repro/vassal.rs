@@ -200,45 +200,6 @@ fn table_2() -> Result<Vec<Check>, String> {
     ])
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn table_2_has_the_papers_shape() {
-        let rt = intervals(&simulate(scenario!("vassal-table2-rtwake.toml")).unwrap()).unwrap();
-        assert_eq!((rt.min, rt.max, rt.std, rt.early), (1000.0, 1000.0, 0.0, 0));
-        let tick = intervals(&simulate(scenario!("vassal-table2-tick.toml")).unwrap()).unwrap();
-        assert!(
-            tick.min < PERIOD_US && tick.min >= PERIOD_US - TICK_US,
-            "{}",
-            tick.min
-        );
-        assert!(
-            tick.max > PERIOD_US && tick.max <= PERIOD_US + TICK_US,
-            "{}",
-            tick.max
-        );
-        assert_eq!(
-            tick.early, 0,
-            "a periodic release is never dispatched before itself"
-        );
-        let checks = table_2().unwrap();
-        let failed: Vec<_> = checks.iter().filter(|c| !c.passed()).collect();
-        assert!(failed.is_empty(), "{failed:#?}");
-    }
-
-    /// The timing entry runs and gives a finite ratio; its verdict is not
-    /// asserted (it depends on the machine and the build).
-    #[test]
-    fn table_1_runs() {
-        let checks = table_1().unwrap();
-        assert!(checks
-            .iter()
-            .all(|c| c.measured.is_finite() && c.measured > 0.0));
-    }
-}
-
 /// Timing entries (`hsched repro --timing`).
 pub fn timing_entries() -> Vec<Entry> {
     vec![Entry {
@@ -298,4 +259,43 @@ fn table_1() -> Result<Vec<Check>, String> {
          kernel through a function pointer ('a small number of memory reads', §3) and its \
          19.7us context switch is mostly NT's own path",
     )])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_2_has_the_papers_shape() {
+        let rt = intervals(&simulate(scenario!("vassal-table2-rtwake.toml")).unwrap()).unwrap();
+        assert_eq!((rt.min, rt.max, rt.std, rt.early), (1000.0, 1000.0, 0.0, 0));
+        let tick = intervals(&simulate(scenario!("vassal-table2-tick.toml")).unwrap()).unwrap();
+        assert!(
+            tick.min < PERIOD_US && tick.min >= PERIOD_US - TICK_US,
+            "{}",
+            tick.min
+        );
+        assert!(
+            tick.max > PERIOD_US && tick.max <= PERIOD_US + TICK_US,
+            "{}",
+            tick.max
+        );
+        assert_eq!(
+            tick.early, 0,
+            "a periodic release is never dispatched before itself"
+        );
+        let checks = table_2().unwrap();
+        let failed: Vec<_> = checks.iter().filter(|c| !c.passed()).collect();
+        assert!(failed.is_empty(), "{failed:#?}");
+    }
+
+    /// The timing entry runs and gives a finite ratio; its verdict is not
+    /// asserted (it depends on the machine and the build).
+    #[test]
+    fn table_1_runs() {
+        let checks = table_1().unwrap();
+        assert!(checks
+            .iter()
+            .all(|c| c.measured.is_finite() && c.measured > 0.0));
+    }
 }
