@@ -9,7 +9,7 @@
 //! 100,000 threads, their first wake-ups) is kept out by warming each run up
 //! before the timed window.
 
-mod plugin;
+pub(crate) mod plugin;
 
 use crate::CliError;
 use hsched_core::{Duration, Instant, Params, Value};

@@ -28,7 +28,7 @@ hsched_plugin::export_policy!(
 
 /// Wall ns per decision and plugin callbacks per decision, for `threads`
 /// CPU-bound threads under `policy` (warmed up for a fifth of the run).
-fn measure(
+pub(crate) fn measure(
     policy: &str,
     extra: &[&'static PolicyInfo],
     threads: usize,
@@ -48,10 +48,15 @@ fn measure(
     Ok((wall / decisions, calls / decisions))
 }
 
+/// `rr` through the plugin ABI (linked in), as a loaded plugin.
+pub(crate) fn rr_plugin() -> Result<Plugin, CliError> {
+    Plugin::from_entry("rr-abi (linked in)", rr_through_abi)
+        .map_err(|e| CliError::Failed(e.to_string()))
+}
+
 /// Measures and prints the boundary's cost, best of `reps` rounds.
 pub fn print(reps: usize, quanta: u64) -> Result<(), CliError> {
-    let plugin = Plugin::from_entry("rr-abi (linked in)", rr_through_abi)
-        .map_err(|e| CliError::Failed(e.to_string()))?;
+    let plugin = rr_plugin()?;
     let extra = [plugin.policies()[0].info];
     let counts = [10usize, 1_000];
     let (mut direct, mut abi) = (
