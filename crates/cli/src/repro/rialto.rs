@@ -364,15 +364,12 @@ fn fig_5_6() -> Entry {
             let full = rule.full();
             let (mean, _) = sporadic(file, "rsv", full, true, Some(reserve.clone()))?;
             let why = "the paper says \"approximately 500ms (50ms of work with a 10% reservation)\"; 20ms in one interval per 200ms, arriving at a uniform phase, finishes 410ms later in the interval's first tenth and 610ms - phase otherwise: 491ms on average; about 45 jobs leave about 8ms of sampling error, and round-robin turns in free time shorten it by some 10ms quanta";
-            checks.push(
-                Check::new(
-                    format!("mean response, reserved 20ms/200ms, {full} competitors (graph full), kernel blocked (ms)"),
-                    500.0,
-                    mean,
-                    50.0,
-                    why,
-                )
-                .differs("the kernel activities block (§7), so their 30ms per 200ms goes round robin to the worker too (about 1/8 of it): the worker runs at about 12.5%, not 10%; the next check, the same run with the kernel threads busy in their reservations, comes back to the paper's 500ms"),
+            let blocked = Check::new(
+                format!("mean response, reserved 20ms/200ms, {full} competitors (graph full), kernel blocked (ms)"),
+                500.0,
+                mean,
+                50.0,
+                why,
             );
             let (busy, _) = sporadic_with(file, "rsv", full, true, Some(reserve), |scn| {
                 for t in scn.threads.iter_mut().filter(|t| t.name.starts_with("kernel")) {
@@ -384,13 +381,21 @@ fn fig_5_6() -> Entry {
                     }
                 }
             })?;
-            checks.push(Check::new(
+            let busy = Check::new(
                 format!("mean response, reserved 20ms/200ms, {full} competitors, kernel busy (ms)"),
                 500.0,
                 busy,
                 50.0,
                 why,
-            ));
+            );
+            // The cause is measured here, not assumed: it is named only when
+            // the run with the kernel busy agrees and the blocked one not.
+            checks.push(if !blocked.within() && busy.within() {
+                blocked.differs("the kernel activities block (§7), so their reserved time goes round robin to the worker too, which then runs faster than its 10%; the next check, the same run with the kernel threads busy in their reservations, comes back to the paper's 500ms")
+            } else {
+                blocked
+            });
+            checks.push(busy);
             Ok(checks)
         },
     }
@@ -648,18 +653,22 @@ fn section_5_4() -> Entry {
                     "the paper's rule on the scenario's reservations: the free share of the graph; 2.5 binomial standard deviations of the count judged",
                 )
             });
+            let lone_agrees = checks[1].within();
             let measured = granted as f64 / judged as f64;
             let paper = 1721.0 / 4563.0;
-            checks.push(
-                Check::new(
+            let all = Check::new(
                     format!("fraction granted, all threads (of {judged} issued; paper 1721 of 4563)"),
                     paper,
                     measured,
                     0.03,
                     "2 binomial standard deviations of the paper's 4563 draws (0.014) and of ours (about 0.027 for 1300)",
-                )
-                .differs("the fraction follows the share of the CPU the issuing threads can be assigned (the lone-thread check: it matches the graph's free share), and the paper does not give its activities, reservations or other load; its 37.7% says about 38% of the CPU was assignable to its threads, against 55% free here plus the media and audio reservations"),
-            );
+                );
+            // Named only when measured: the lone thread follows the rule.
+            checks.push(if !all.within() && lone_agrees {
+                all.differs("the fraction follows the share of the CPU the issuing threads can be assigned (the lone-thread check: it matches the graph's free share), and the paper does not give its activities, reservations or other load; its 37.7% says about 38% of the CPU was assignable to its threads, against 55% free here plus the media and audio reservations")
+            } else {
+                all
+            });
             Ok(checks)
         },
     }
@@ -1051,5 +1060,34 @@ fn section_5_1_timing() -> Entry {
                 ),
             ])
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The paper's rule on the paper's own inputs gives the paper's knee,
+    /// and without the kernel's reservations the knee the entry measured
+    /// before they were added (7).
+    #[test]
+    fn the_knee_rule_gives_five_with_the_kernel_and_seven_without() {
+        let file = scenario!("rialto-fig5-6.toml");
+        let scn = hsched_scenario::parse(file.1, file.0).unwrap();
+        let mut rule = KneeRule::of(&scn).unwrap();
+        assert_eq!(rule.fixed, vec![(30 * MS, 300 * MS), (15 * MS, 300 * MS)]);
+        assert_eq!(rule.knee(false), 5);
+        assert_eq!(rule.full(), 7);
+        rule.fixed.clear();
+        assert_eq!(rule.knee(false), 7);
+    }
+
+    /// 10ms/40ms and 2ms/10ms with 20us switches leave 54.75% free, less a
+    /// 20us piece switch per 10ms base period.
+    #[test]
+    fn assignable_share_follows_the_graph() {
+        let r = [(10 * MS, 40 * MS), (2 * MS, 10 * MS)];
+        let p = assignable(&r, None, 20_000);
+        assert!((p - (0.5475 - 0.002)).abs() < 1e-9, "{p}");
     }
 }
