@@ -98,7 +98,7 @@ fn measure_frc(policy: &str, threads: usize, quanta: u64) -> Result<f64, CliErro
 
 /// Like `measure_bvt`, for `rialto` ([`workloads::rialto`]): a fixed graph
 /// and constraint load, `threads` threads in all.
-fn measure_rialto(threads: usize, quanta: u64) -> Result<f64, CliError> {
+pub(crate) fn measure_rialto(threads: usize, quanta: u64) -> Result<f64, CliError> {
     let horizon = Duration::from_millis(10 * (quanta + quanta / 5) + 1);
     let scn = workloads::rialto(threads, horizon);
     let mut sim = Simulation::new(&scn, &SimOptions::default(), &[]).map_err(CliError::Failed)?;
@@ -118,7 +118,7 @@ fn paper_graph() -> Graph<u32> {
 
 /// Fig. 5-1: wall ns of each reservation of the cumulative sequence of
 /// 400us reservations, and whether it rebuilt the graph.
-fn graph_construction() -> Result<Vec<(Duration, bool, f64)>, CliError> {
+pub(crate) fn graph_construction() -> Result<Vec<(Duration, bool, f64)>, CliError> {
     let mut g = paper_graph();
     let mut out = Vec::new();
     for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
@@ -136,7 +136,7 @@ fn graph_construction() -> Result<Vec<(Duration, bool, f64)>, CliError> {
 /// Fig. 5-2: wall ns of each of `count` feasibility analyses of 300us
 /// constraints due within 3s, with no reservations (everything from one
 /// free node) or on the Fig. 5-1 graph (58 activities, four threads each).
-fn feasibility(with_reservations: bool, count: usize) -> Vec<f64> {
+pub(crate) fn feasibility(with_reservations: bool, count: usize) -> Vec<f64> {
     let mut g = paper_graph();
     if with_reservations {
         for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
@@ -167,7 +167,7 @@ fn feasibility(with_reservations: bool, count: usize) -> Vec<f64> {
 }
 
 /// Element-wise best of several repetitions of a series.
-fn best_series(runs: &[Vec<f64>]) -> Vec<f64> {
+pub(crate) fn best_series(runs: &[Vec<f64>]) -> Vec<f64> {
     let n = runs.iter().map(Vec::len).min().unwrap_or(0);
     (0..n)
         .map(|i| best(&runs.iter().map(|r| r[i]).collect::<Vec<_>>()))
@@ -176,7 +176,7 @@ fn best_series(runs: &[Vec<f64>]) -> Vec<f64> {
 
 /// The least disturbed of several repetitions: on a shared machine noise
 /// only ever adds time.
-fn best(v: &[f64]) -> f64 {
+pub(crate) fn best(v: &[f64]) -> f64 {
     v.iter().copied().fold(f64::INFINITY, f64::min)
 }
 

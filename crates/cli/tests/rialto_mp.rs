@@ -47,6 +47,7 @@ fn bad_multiprocessor_values_exit_2_naming_the_modes() {
             "multiprocessor = \"partitioned\"\nfit = \"best\"",
             "\"first\" or \"worst\"",
         ),
+        ("regrant.toml", "regrant = \"percent\"", "`regrant`"),
     ] {
         let path = scenario(name, params);
         let out = hsched(&["sim", path.to_str().unwrap()]);

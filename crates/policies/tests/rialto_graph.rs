@@ -316,6 +316,32 @@ fn incremental_vs_rebuild() {
     );
     check_guarantee(&g).unwrap();
 
+    // The paper's §3.1 rule instead (`regrant_from_request`): each original
+    // request is scaled afresh at the new base, the same percentage: 6ms
+    // per 30ms as 4ms per 20ms, 6ms per 60ms as 4ms per 40ms; and the
+    // §4.8 kernel's 30ms/300ms on a 200ms base is 20ms/200ms, not the kept
+    // 30ms/200ms.
+    let mut g = Graph::new(GraphParams {
+        regrant_from_request: true,
+        ..GraphParams::default()
+    });
+    g.reserve('A', ms(6), ms(30)).unwrap();
+    g.reserve('B', ms(6), ms(60)).unwrap();
+    let c = g.reserve('C', ms(1), ms(10)).unwrap();
+    assert_eq!(
+        c.regranted,
+        vec![('A', res(ms(4), ms(20))), ('B', res(ms(4), ms(40)))]
+    );
+    for (regrant, kernel) in [(false, ms(30)), (true, ms(20))] {
+        let mut g = Graph::new(GraphParams {
+            regrant_from_request: regrant,
+            ..GraphParams::default()
+        });
+        g.reserve('K', ms(30), ms(300)).unwrap();
+        let r = g.reserve('R', ms(20), ms(200)).unwrap();
+        assert_eq!(r.regranted, vec![('K', res(kernel, ms(200)))], "{regrant}");
+    }
+
     // Incremental fails, a rebuild succeeds: after releases the graph is
     // lopsided (X and Z on one depth-1 branch), so R 5/10 at the root has
     // no room; rebuilt, R goes first and X, Z take one branch each.

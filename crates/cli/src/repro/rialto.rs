@@ -15,6 +15,8 @@ pub fn entries() -> Vec<Entry> {
         fig_5_6(),
         fig_5_7(),
         fig_5_8(),
+        fig_5_1(),
+        timesharing_minimum(),
     ]
 }
 
@@ -160,7 +162,20 @@ fn sporadic(
     constraint: bool,
     reserve: Option<Op>,
 ) -> Result<(f64, usize), String> {
+    sporadic_with(file, prefix, n, constraint, reserve, |_| {})
+}
+
+/// [`sporadic`], after `edit` changes the scenario.
+fn sporadic_with(
+    file: (&str, &str),
+    prefix: &str,
+    n: usize,
+    constraint: bool,
+    reserve: Option<Op>,
+    edit: impl FnOnce(&mut Scenario),
+) -> Result<(f64, usize), String> {
     let r = simulate_with(file, |scn| {
+        edit(scn);
         competitors(scn, prefix, n);
         let worker = scn.threads.iter_mut().find(|t| t.name == "worker");
         let worker = worker.expect("the scenario has a worker");
@@ -268,66 +283,303 @@ fn fig_5_6() -> Entry {
     Entry {
         name: "rialto-fig5-6",
         source: "Rialto §5.3, Fig. 5-6",
-        claim: "50ms of sporadic constrained work due within 200ms against activities holding 20ms/200ms reservations: unreserved, the response grows with the load but stays within the deadline through five competitors; with a 20ms/200ms reservation of its own, it stays near 500ms even with no free time left",
+        claim: "50ms of sporadic constrained work due within 200ms against activities holding 20ms/200ms reservations, beside the kernel's own 10% and 5% (§4.8): unreserved, the response grows with the load but stays within the deadline through five competitors, then shoots up as the free time left is too small for the constraint; with a 20ms/200ms reservation of its own, it stays near 500ms even with no free time left",
         scenarios: &["scenarios/papers/rialto-fig5-6.toml"],
         run: || {
             let file = scenario!("rialto-fig5-6.toml");
+            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let rule = KneeRule::of(&scn)?;
+            let knee = rule.knee(false);
             let mut checks = Vec::new();
             let mut last_ok = 0;
-            for n in 1..=9 {
+            let mut responses = Vec::new();
+            for n in 1..=knee + 2 {
                 let (mean, misses) = sporadic(file, "rsv", n, true, None)?;
-                if n <= 5 {
-                    checks.push(Check {
-                        quantity: format!("missed deadlines, unreserved, {n} competitors"),
-                        paper: 0.0,
-                        measured: misses as f64,
-                        tolerance: 0.0,
-                        why: "\"stays within the 200ms deadline through five opposing activities\": every accepted constraint is guaranteed",
-                        bound: Bound::AtMost,
-                        differs: None,
-                    });
-                    checks.push(Check {
-                        quantity: format!("mean response, unreserved, {n} competitors (ms)"),
-                        paper: 200.0,
-                        measured: mean,
-                        tolerance: 0.0,
-                        why: "an upper bound: the deadline",
-                        bound: Bound::AtMost,
-                        differs: None,
-                    });
+                responses.push(mean);
+                if n <= knee {
+                    checks.push(Check::new(
+                        format!("missed deadlines, unreserved, {n} competitors"),
+                        0.0,
+                        misses as f64,
+                        0.0,
+                        "\"stays within the 200ms deadline through five opposing activities\": every accepted constraint is guaranteed",
+                    ));
+                    checks.push(
+                        Check::new(
+                            format!("mean response, unreserved, {n} competitors (ms)"),
+                            rule.deadline as f64 / 1e6,
+                            mean,
+                            0.0,
+                            "the paper's bound: within the deadline",
+                        )
+                        .at_most(),
+                    );
+                }
+                if n == knee + 1 {
+                    checks.push(
+                        Check::new(
+                            format!("mean response, unreserved, {n} competitors (past the knee) (ms)"),
+                            rule.deadline as f64 / 1e6,
+                            mean,
+                            0.0,
+                            "the paper's bound the other way: \"after this, the time shoots up\" past the deadline",
+                        )
+                        .at_least(),
+                    );
+                    checks.push(Check::new(
+                        format!("free time the constraint found, {n} competitors (ms)"),
+                        rule.free_in_window(n, false) as f64 / 1e6,
+                        refused_found(file, n)? as f64 / 1e6,
+                        0.02,
+                        "the paper's rule on the scenario's inputs: free per hyperperiod = hyperperiod - every scaled reservation and its switch, less the switch into the one free piece; one more switch when the window starts inside a free interval (two pieces)",
+                    ));
                 }
                 if misses == 0 && last_ok == n - 1 {
                     last_ok = n;
                 }
             }
-            checks.push(Check {
-                quantity: "competitors through which no deadline is missed, unreserved".into(),
-                paper: 5.0,
-                measured: last_ok as f64,
-                tolerance: 0.0,
-                why: "a lower bound: the paper's kernel held reservations of its own, so its free time ran out sooner than here (our graph has 100% - 10% per competitor free)",
-                bound: Bound::AtLeast,
-                differs: None,
-            });
+            checks.push(
+                Check::new(
+                    "mean response rises from 1 competitor to the knee (ms)",
+                    0.0,
+                    responses[knee.max(1) - 1] - responses[0],
+                    0.0,
+                    "the paper: \"the response time increases linearly with load\" (no slope given): a lower bound",
+                )
+                .at_least(),
+            );
+            checks.push(Check::new(
+                format!("competitors through which no deadline is missed, unreserved (paper: 5; rule: {knee})"),
+                knee as f64,
+                last_ok as f64,
+                0.0,
+                "the paper's rule on the scenario's inputs (5 for the paper's): the constraint is feasible while the free time in its 200ms window, 200 - 30 (kernel) - 20N ms less a 20us switch per interval, covers its 50ms; whole competitors, so no tolerance",
+            ));
             let reserve = Op::Msg {
                 to: hsched_model::Target::Parent,
                 msg: hsched_core::Msg::new("reserve")
                     .arg("amount", hsched_core::Value::Duration(Duration::from_millis(20)))
                     .arg("period", hsched_core::Value::Duration(Duration::from_millis(200))),
             };
-            let (mean, _) = sporadic(file, "rsv", 9, true, Some(reserve))?;
-            checks.push(Check {
-                quantity: "mean response, reserved 20ms/200ms, 9 competitors (no free time) (ms)".into(),
-                paper: 500.0,
-                measured: mean,
-                tolerance: 100.0,
-                why: "the paper says \"approximately 500ms (50ms of work with a 10% reservation)\": 2.5 periods of 200ms, plus or minus where in its period the work arrives",
-                bound: Bound::Within,
-                differs: None,
+            let full = rule.full();
+            let (mean, _) = sporadic(file, "rsv", full, true, Some(reserve.clone()))?;
+            let why = "the paper says \"approximately 500ms (50ms of work with a 10% reservation)\"; 20ms in one interval per 200ms, arriving at a uniform phase, finishes 410ms later in the interval's first tenth and 610ms - phase otherwise: 491ms on average; about 45 jobs leave about 8ms of sampling error, and round-robin turns in free time shorten it by some 10ms quanta";
+            let blocked = Check::new(
+                format!("mean response, reserved 20ms/200ms, {full} competitors (graph full), kernel blocked (ms)"),
+                500.0,
+                mean,
+                50.0,
+                why,
+            );
+            let (busy, _) = sporadic_with(file, "rsv", full, true, Some(reserve), |scn| {
+                for t in scn.threads.iter_mut().filter(|t| t.name.starts_with("kernel")) {
+                    for op in t.program.ops.iter_mut().filter(|op| matches!(op, Op::Sleep(_))) {
+                        *op = Op::Loop {
+                            count: None,
+                            body: vec![Op::Run(hsched_model::Dist::Fixed(Duration::from_secs(10)))],
+                        };
+                    }
+                }
+            })?;
+            let busy = Check::new(
+                format!("mean response, reserved 20ms/200ms, {full} competitors, kernel busy (ms)"),
+                500.0,
+                busy,
+                50.0,
+                why,
+            );
+            // The cause is measured here, not assumed: it is named only when
+            // the run with the kernel busy agrees and the blocked one not.
+            checks.push(if !blocked.within() && busy.within() {
+                blocked.differs("the kernel activities block (§7), so their reserved time goes round robin to the worker too, which then runs faster than its 10%; the next check, the same run with the kernel threads busy in their reservations, comes back to the paper's 500ms")
+            } else {
+                blocked
             });
+            checks.push(busy);
             Ok(checks)
         },
     }
+}
+
+/// The paper's rules (§3.1 scaling, §3.2 assignment from the caller's own
+/// and free intervals, §4.8 switch in front of every interval) applied to
+/// the Fig. 5-6 scenario's inputs: its reservations (every thread's first
+/// `reserve` but the competitors'), the competitor's, the worker's
+/// constraint and the graph's switch cost.
+struct KneeRule {
+    /// Reservations other than the competitors' (ns): the kernel's.
+    fixed: Vec<(u64, u64)>,
+    competitor: (u64, u64),
+    /// The worker's own (Fig. 5-6's lower line).
+    worker: (u64, u64),
+    switch: u64,
+    estimate: u64,
+    deadline: u64,
+}
+
+impl KneeRule {
+    fn of(scn: &Scenario) -> Result<Self, String> {
+        let mut fixed = Vec::new();
+        let mut competitor = None;
+        for t in &scn.threads {
+            let Some(r) = first_reserve(&t.program.ops) else {
+                continue;
+            };
+            if t.name == "rsv1" {
+                competitor = Some(r);
+            } else if !t.name.starts_with("rsv") {
+                fixed.push(r);
+            }
+        }
+        let worker = scn.threads.iter().find(|t| t.name == "worker");
+        let begin = worker
+            .and_then(|w| find_msg(&w.program.ops, "begin_constraint"))
+            .ok_or("the worker sends no begin_constraint")?;
+        let arg = |k: &str| match begin.args.get(k) {
+            Some(hsched_core::Value::Duration(d)) => Ok(d.as_nanos()),
+            _ => Err(format!("begin_constraint has no duration `{k}`")),
+        };
+        let switch = match scn.schedulers[0].params.get("switch_cost") {
+            Some(hsched_core::Value::Duration(d)) => d.as_nanos(),
+            _ => 0,
+        };
+        Ok(KneeRule {
+            fixed,
+            competitor: competitor.ok_or("no competitor rsv1 reserves")?,
+            worker: (20 * MS, 200 * MS),
+            switch,
+            estimate: arg("estimate")?,
+            deadline: arg("deadline")?,
+        })
+    }
+
+    fn set(&self, n: usize, reserved: bool) -> Vec<(u64, u64)> {
+        let mut all = self.fixed.clone();
+        if reserved {
+            all.push(self.worker);
+        }
+        all.extend(std::iter::repeat_n(self.competitor, n));
+        all
+    }
+
+    /// Free time the worker's constraint can be assigned in its window with
+    /// `n` competitors (negative: the graph cannot hold them), counting
+    /// whole hyperperiods only, the least any window of that length holds.
+    /// Each hyperperiod's free interval is one assigned piece, and a piece
+    /// pays the switch into the constraint's thread out of itself (hsched's
+    /// reading of §4.8: the switch is in front of every interval run).
+    fn free_in_window(&self, n: usize, reserved: bool) -> i128 {
+        let (hyper, free) = free_per_hyperperiod(&self.set(n, reserved), self.switch);
+        (free - self.switch as i128) * (self.deadline / hyper) as i128
+    }
+
+    /// The most competitors through which every constraint is feasible
+    /// (the worker's own reserved time counts too, when it holds one).
+    fn knee(&self, reserved: bool) -> usize {
+        let own = if reserved { self.worker.0 as i128 } else { 0 };
+        (1..)
+            .take_while(|&n| self.free_in_window(n, reserved) + own >= self.estimate as i128)
+            .last()
+            .unwrap_or(0)
+    }
+
+    /// The most competitors the graph holds beside the reserved worker.
+    fn full(&self) -> usize {
+        (1..)
+            .take_while(|&n| free_per_hyperperiod(&self.set(n, true), self.switch).1 >= 0)
+            .last()
+            .unwrap_or(0)
+    }
+}
+
+/// The paper's graph on `reservations` (amount, period), ns: base period
+/// the smallest period; each scaled to the next smaller power-of-two
+/// multiple of it at the same percentage (§3.1, rounded up); a switch in
+/// front of every interval (§4.8). Returns (hyperperiod, free time per
+/// hyperperiod), the latter negative when they do not fit.
+fn free_per_hyperperiod(reservations: &[(u64, u64)], switch: u64) -> (u64, i128) {
+    let Some(base) = reservations.iter().map(|r| r.1).min() else {
+        return (1, 1);
+    };
+    let scaled: Vec<(u64, u64)> = reservations
+        .iter()
+        .map(|&(x, y)| {
+            let mut p = base;
+            while p * 2 <= y {
+                p *= 2;
+            }
+            ((x as u128 * p as u128).div_ceil(y as u128) as u64, p)
+        })
+        .collect();
+    let hyper = scaled.iter().map(|r| r.1).max().unwrap_or(base);
+    let used: u128 = scaled
+        .iter()
+        .map(|&(x, p)| (x + switch) as u128 * (hyper / p) as u128)
+        .sum();
+    (hyper, hyper as i128 - used as i128)
+}
+
+/// A program's first `reserve` (amount, period), ns.
+fn first_reserve(ops: &[Op]) -> Option<(u64, u64)> {
+    let msg = find_msg(ops, "reserve")?;
+    match (msg.args.get("amount"), msg.args.get("period")) {
+        (Some(hsched_core::Value::Duration(a)), Some(hsched_core::Value::Duration(p))) => {
+            Some((a.as_nanos(), p.as_nanos()))
+        }
+        _ => None,
+    }
+}
+
+/// The first message named `name` a program sends, looking into loops.
+fn find_msg<'a>(ops: &'a [Op], name: &str) -> Option<&'a hsched_core::Msg> {
+    ops.iter().find_map(|op| match op {
+        Op::Msg { msg, .. } if msg.name == name => Some(msg),
+        Op::Loop { body, .. } | Op::Periodic { body, .. } => find_msg(body, name),
+        _ => None,
+    })
+}
+
+/// With `n` competitors, how much time the worker's first refused
+/// constraint could be assigned (ns), from its reply in the log.
+fn refused_found(file: (&str, &str), n: usize) -> Result<u64, String> {
+    let r = simulate_with(file, |scn| competitors(scn, "rsv", n))?;
+    let reply = r
+        .log
+        .iter()
+        .find(|e| {
+            e.kind == LogKind::Refused
+                && e.text.starts_with("`worker` -> ")
+                && e.text.contains(" begin_constraint(")
+        })
+        .ok_or_else(|| format!("with {n} competitors no constraint of the worker was refused"))?;
+    found(&reply.text)
+}
+
+/// Granted and judged constraints of a run: those whose deadline is by the
+/// horizon (later ones are not judged), as (granted, judged, granted that
+/// missed).
+fn stress_counts(r: &RunResult) -> (usize, usize, usize) {
+    let end = Instant::ZERO + r.horizon;
+    let judged: Vec<_> = r
+        .jobs
+        .iter()
+        .filter(|j| j.admitted.is_some() && j.deadline <= end)
+        .collect();
+    let granted: Vec<_> = judged.iter().filter(|j| j.admitted == Some(true)).collect();
+    let missed = granted.iter().filter(|j| j.missed(end)).count();
+    (granted.len(), judged.len(), missed)
+}
+
+/// The share of the CPU a thread's constraint can be assigned, §3.2: its
+/// activity's reserved fraction plus the free fraction of the graph built
+/// from `reservations` (each interval and its switch taken out), less the
+/// switch each assigned piece pays (one piece per base period).
+fn assignable(reservations: &[(u64, u64)], own: Option<(u64, u64)>, switch: u64) -> f64 {
+    let (hyper, free) = free_per_hyperperiod(reservations, switch);
+    let base = reservations.iter().map(|r| r.1).min().unwrap_or(hyper);
+    let pieces = (hyper / base) as i128;
+    let own = own.map_or(0.0, |(x, y)| x as f64 / y as f64);
+    ((free - pieces * switch as i128) as f64 / hyper as f64 + own).min(1.0)
 }
 
 fn section_5_4() -> Entry {
@@ -337,38 +589,87 @@ fn section_5_4() -> Entry {
         claim: "threads issue random time constraints (start half immediate, half in 0..1s; deadline 1ms..1s after it; estimate up to the window; work 50-100% of the estimate): \"During the test, 1721 constraint requests were granted (out of 4563 requests issued). Of those granted, all finished on time.\"",
         scenarios: &["scenarios/papers/rialto-5.4-stress.toml"],
         run: || {
-            let r = simulate(scenario!("rialto-5.4-stress.toml"))?;
-            let end = Instant::ZERO + r.horizon;
-            // Constraints whose deadline is past the horizon are not judged.
-            let judged: Vec<_> = r
-                .jobs
-                .iter()
-                .filter(|j| j.admitted.is_some() && j.deadline <= end)
-                .collect();
-            let granted: Vec<_> = judged.iter().filter(|j| j.admitted == Some(true)).collect();
-            if granted.is_empty() {
+            let file = scenario!("rialto-5.4-stress.toml");
+            let r = simulate(file)?;
+            let (granted, judged, missed) = stress_counts(&r);
+            if granted == 0 {
                 return Err("no constraint was granted".into());
             }
-            Ok(vec![
-                Check {
-                    quantity: format!("granted constraints that missed (of {} granted)", granted.len()),
-                    paper: 0.0,
-                    measured: granted.iter().filter(|j| j.missed(end)).count() as f64,
-                    tolerance: 0.0,
-                    why: "the guarantee: an accepted constraint whose work does not exceed its estimate finishes by its deadline",
-                    bound: Bound::AtMost,
-                    differs: None,
-                },
-                Check {
-                    quantity: format!("fraction granted (of {} issued; paper 1721 of 4563)", judged.len()),
-                    paper: 1721.0 / 4563.0,
-                    measured: granted.len() as f64 / judged.len() as f64,
-                    tolerance: 0.3,
-                    why: "reported rather than matched: the paper does not give its activities, reservations or background load, on which the fraction depends",
-                    bound: Bound::Within,
-                    differs: None,
-                },
-            ])
+            let mut checks = vec![Check::new(
+                format!("granted constraints that missed (of {granted} granted)"),
+                0.0,
+                missed as f64,
+                0.0,
+                "\"Of those granted, all finished on time\": the guarantee for work within its estimate",
+            )];
+            // The rule: the estimate is uniform on [0, window], so a lone
+            // thread's constraint is granted when estimate / window is at
+            // most the share of its window it can be assigned (own reserved
+            // plus free time, §3.2), which averaged over where the window
+            // falls is the assignable share of the CPU: P(grant) = that
+            // share. One unreserved issuing thread, the others only spin.
+            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let reservations: Vec<(u64, u64)> = scn
+                .threads
+                .iter()
+                .filter_map(|t| first_reserve(&t.program.ops))
+                .collect();
+            let switch = match scn.schedulers[0].params.get("switch_cost") {
+                Some(hsched_core::Value::Duration(d)) => d.as_nanos(),
+                _ => 0,
+            };
+            let lone = scn
+                .threads
+                .iter()
+                .find(|t| {
+                    first_reserve(&t.program.ops).is_none()
+                        && t.program.ops.iter().any(|op| matches!(op, Op::Constraints(_)))
+                })
+                .map(|t| t.name.clone())
+                .ok_or("no unreserved thread issues constraints")?;
+            let alone = simulate_with(file, |scn| {
+                // Ten times as long: one thread issues a tenth as many.
+                scn.horizon = Duration::from_nanos(scn.horizon.as_nanos() * 10);
+                for t in scn.threads.iter_mut().filter(|t| t.name != lone) {
+                    for op in t.program.ops.iter_mut() {
+                        if matches!(op, Op::Constraints(_)) {
+                            *op = Op::Loop {
+                                count: None,
+                                body: vec![Op::Run(hsched_model::Dist::Fixed(Duration::from_secs(10)))],
+                            };
+                        }
+                    }
+                }
+            })?;
+            let (g1, n1, _) = stress_counts(&alone);
+            let p = assignable(&reservations, None, switch);
+            checks.push(Check {
+                tolerance: 2.5 * (p * (1.0 - p) / n1.max(1) as f64).sqrt(),
+                ..Check::new(
+                    format!("fraction granted, {lone} issuing alone (of {n1})"),
+                    p,
+                    g1 as f64 / n1.max(1) as f64,
+                    0.0,
+                    "the paper's rule on the scenario's reservations: the free share of the graph; 2.5 binomial standard deviations of the count judged",
+                )
+            });
+            let lone_agrees = checks[1].within();
+            let measured = granted as f64 / judged as f64;
+            let paper = 1721.0 / 4563.0;
+            let all = Check::new(
+                    format!("fraction granted, all threads (of {judged} issued; paper 1721 of 4563)"),
+                    paper,
+                    measured,
+                    0.03,
+                    "2 binomial standard deviations of the paper's 4563 draws (0.014) and of ours (about 0.027 for 1300)",
+                );
+            // Named only when measured: the lone thread follows the rule.
+            checks.push(if !all.within() && lone_agrees {
+                all.differs("the fraction follows the share of the CPU the issuing threads can be assigned (the lone-thread check: it matches the graph's free share), and the paper does not give its activities, reservations or other load; its 37.7% says about 38% of the CPU was assignable to its threads, against 55% free here plus the media and audio reservations")
+            } else {
+                all
+            });
+            Ok(checks)
         },
     }
 }
@@ -553,7 +854,240 @@ fn least_in_window(r: &RunResult, name: &str, len: Duration, from: Instant) -> u
         .unwrap_or(0)
 }
 
+fn fig_5_1() -> Entry {
+    Entry {
+        name: "rialto-fig5-1",
+        source: "Rialto §5.1, Fig. 5-1 (and the 58 activities of Fig. 5-2)",
+        claim: "an intentionally complex cumulative sequence of 400us reservations, periods 1s, 1s, 500ms, 1s, 500ms, 250ms, 1s, ... (58 of them, the 58 activities of Fig. 5-2), with a 20us switch: all are granted; full recalculations come \"from decreases in the minimum reservation period and from failing to find adequate free time of the right period for an incremental reservation\", the rest are incremental",
+        scenarios: &[],
+        run: || {
+            let steps = crate::bench::graph_construction().map_err(|e| e.to_string())?;
+            // The paper's rule: a period below every earlier one changes the
+            // base period, so the graph must be recomputed.
+            let mut least = u64::MAX;
+            let (mut decreases, mut rebuilt_there, mut rebuilt) = (0, 0, 0);
+            for (period, was_rebuilt, _) in &steps {
+                if *was_rebuilt {
+                    rebuilt += 1;
+                }
+                if period.as_nanos() < least {
+                    if least != u64::MAX {
+                        decreases += 1;
+                        rebuilt_there += usize::from(*was_rebuilt);
+                    }
+                    least = period.as_nanos();
+                }
+            }
+            Ok(vec![
+                Check::new(
+                    "reservations of the sequence granted",
+                    58.0,
+                    steps.len() as f64,
+                    0.0,
+                    "the paper's Fig. 5-2 runs on this graph with its 58 activities: every reservation was granted (a count: exact)",
+                ),
+                Check::new(
+                    format!("recalculations where the smallest period decreases (of {decreases})"),
+                    decreases as f64,
+                    rebuilt_there as f64,
+                    0.0,
+                    "the paper's rule (§4.1: incremental only when the new period is no smaller than the base): every decrease rebuilds; the decreases are counted from the sequence itself",
+                ),
+                Check::new(
+                    format!("incremental changes (of {})", steps.len()),
+                    0.0,
+                    (steps.len() - rebuilt) as f64,
+                    0.0,
+                    "the paper: \"both incremental reservations and full graph recalculations are visible\": some are incremental (a lower bound, no count given)",
+                )
+                .at_least(),
+            ])
+        },
+    }
+}
+
+fn timesharing_minimum() -> Entry {
+    Entry {
+        name: "rialto-15pct-timesharing",
+        source: "Rialto §7 (and §4.7, §4.8: the kernel's reservations)",
+        claim: "\"Even if no application is blocked, one or both kernel activities will usually be, giving a typical minimum 'timesharing' share of 15%\": the kernel's 10% and 5% (§4.8), unused while it blocks, go round robin to every runnable activity (§3.5), even when applications have reserved all the rest",
+        scenarios: &["scenarios/papers/rialto-15pct.toml"],
+        run: || {
+            let file = scenario!("rialto-15pct.toml");
+            let r = simulate(file)?;
+            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            // Time run beyond each thread's own reservation: the time shared.
+            let reservations: Vec<(u64, u64)> = scn
+                .threads
+                .iter()
+                .filter_map(|t| first_reserve(&t.program.ops))
+                .collect();
+            let switch = match scn.schedulers[0].params.get("switch_cost") {
+                Some(hsched_core::Value::Duration(d)) => d.as_nanos(),
+                _ => 0,
+            };
+            let (hyper, free) = free_per_hyperperiod(&reservations, switch);
+            let mut shared = 0.0;
+            let mut kernel = free as f64 / hyper as f64;
+            for t in &scn.threads {
+                let reserved = first_reserve(&t.program.ops)
+                    .map_or(0.0, |(x, y)| x as f64 / y as f64);
+                if t.name.starts_with("kernel") {
+                    kernel += reserved;
+                    continue;
+                }
+                shared += share(&r, &t.name) - reserved;
+            }
+            let ts = 100.0 * share(&r, "timeshare");
+            Ok(vec![
+                Check::new(
+                    "CPU time-shared, beyond the applications' reservations (%) (paper: 15)",
+                    100.0 * kernel,
+                    100.0 * shared,
+                    0.5,
+                    "the paper's rule on the scenario's inputs: the blocked kernel's reserved share (15% for the paper's 10% + 5%) plus the graph's free time; the round robin's own switches (20us per 10ms turn) cost up to half a point",
+                ),
+                Check::new(
+                    "share of the one unreserved application (%)",
+                    100.0 * kernel / (scn.threads.iter().filter(|t| !t.name.starts_with("kernel")).count() as f64),
+                    ts,
+                    0.5,
+                    "the time-shared part goes round robin among every runnable activity (§3.5): an equal part each; switches cost up to half a point",
+                ),
+            ])
+        },
+    }
+}
+
 /// Timing entries (`hsched repro --timing`).
 pub fn timing_entries() -> Vec<Entry> {
-    Vec::new()
+    vec![section_5_1_timing()]
+}
+
+fn section_5_1_timing() -> Entry {
+    Entry {
+        name: "rialto-5.1-timing",
+        source: "Rialto §3.1, §4.6, §5.1, Figs. 5-1 and 5-2",
+        claim: "the scheduling decision is \"bounded by a constant and is independent of the number of threads, activities, and time constraints\"; full graph recalculations cost more than incremental changes (Fig. 5-1); feasibility analysis out of a single free node grows linearly with the constraints already accepted, and on the 58-activity graph of Fig. 5-1 it is \"significantly faster\" (Fig. 5-2)",
+        scenarios: &[],
+        run: || {
+            let rounds = 5;
+            let fail = |e: crate::CliError| e.to_string();
+            // Warm-up, then the best of several rounds, side by side.
+            crate::bench::measure_rialto(10, 500).map_err(fail)?;
+            let (mut few, mut many) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                few.push(crate::bench::measure_rialto(10, 2_000).map_err(fail)?);
+                many.push(crate::bench::measure_rialto(1_000, 2_000).map_err(fail)?);
+            }
+            let decision = crate::bench::best(&many) / crate::bench::best(&few);
+            let mut builds = Vec::new();
+            for _ in 0..rounds {
+                builds.push(crate::bench::graph_construction().map_err(fail)?);
+            }
+            let walls: Vec<Vec<f64>> = builds
+                .iter()
+                .map(|b| b.iter().map(|s| s.2).collect())
+                .collect();
+            let walls = crate::bench::best_series(&walls);
+            let mean = |rebuilt: bool| {
+                let v: Vec<f64> = builds[0]
+                    .iter()
+                    .zip(&walls)
+                    .filter(|(s, _)| s.1 == rebuilt)
+                    .map(|(_, w)| *w)
+                    .collect();
+                v.iter().sum::<f64>() / v.len().max(1) as f64
+            };
+            let count = 232;
+            let series = |with: bool| {
+                let runs: Vec<Vec<f64>> = (0..rounds)
+                    .map(|_| crate::bench::feasibility(with, count))
+                    .collect();
+                crate::bench::best_series(&runs)
+            };
+            let free_only = series(false);
+            let on_graph = series(true);
+            // Averages over 10 analyses around each point, to damp noise.
+            let around = |v: &[f64], k: usize| {
+                let lo = k.saturating_sub(5);
+                let hi = (k + 5).min(v.len());
+                v[lo..hi].iter().sum::<f64>() / (hi - lo) as f64
+            };
+            let (a, b, c) = (
+                around(&free_only, 5),
+                around(&free_only, count / 2),
+                around(&free_only, count - 5),
+            );
+            Ok(vec![
+                Check::new(
+                    "decision cost, 1000 threads over 10 threads",
+                    1.0,
+                    decision,
+                    0.5,
+                    "\"independent of the number of threads\": a ratio of 1; hsched's decision is O(log n) (ordered maps), and 100 times the threads also means colder caches, worth up to half again",
+                ),
+                Check::new(
+                    "Fig. 5-1: mean full recalculation over mean incremental change",
+                    1.0,
+                    mean(true) / mean(false),
+                    0.0,
+                    "the paper's figure shows recalculations above incremental changes (no ratio given): a lower bound",
+                )
+                .at_least(),
+                Check::new(
+                    "Fig. 5-2: second-half over first-half growth, no reservations",
+                    1.0,
+                    (c - b) / (b - a),
+                    0.5,
+                    "\"resulting in the linear increase in time\": equal growth over equal numbers of constraints; timer noise on microsecond analyses allows half again either way",
+                ),
+                Check::new(
+                    "Fig. 5-2: no reservations over the Fig. 5-1 graph, at 232 constraints",
+                    1.0,
+                    c / around(&on_graph, count - 5),
+                    0.0,
+                    "\"significantly faster\" on the graph (no ratio given): a lower bound",
+                )
+                .at_least()
+                .differs("hsched's analysis walks every graph interval of the 3s window (about 1,500 base periods of under 2ms on this graph) to take the caller's own intervals first, where Rialto keeps assignment lists per node; measured by the next row: on the graph the cost hardly grows with the constraints already accepted, it is the walk"),
+                Check::new(
+                    "Fig. 5-2 on the graph: the last analyses over the first (diagnosis: a fixed walk gives 1)",
+                    1.0,
+                    around(&on_graph, count - 5) / around(&on_graph, 5),
+                    0.5,
+                    "not a paper number: the cost of walking the same window whatever is assigned, with timer noise half again either way",
+                ),
+            ])
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The paper's rule on the paper's own inputs gives the paper's knee,
+    /// and without the kernel's reservations the knee the entry measured
+    /// before they were added (7).
+    #[test]
+    fn the_knee_rule_gives_five_with_the_kernel_and_seven_without() {
+        let file = scenario!("rialto-fig5-6.toml");
+        let scn = hsched_scenario::parse(file.1, file.0).unwrap();
+        let mut rule = KneeRule::of(&scn).unwrap();
+        assert_eq!(rule.fixed, vec![(30 * MS, 300 * MS), (15 * MS, 300 * MS)]);
+        assert_eq!(rule.knee(false), 5);
+        assert_eq!(rule.full(), 7);
+        rule.fixed.clear();
+        assert_eq!(rule.knee(false), 7);
+    }
+
+    /// 10ms/40ms and 2ms/10ms with 20us switches leave 54.75% free, less a
+    /// 20us piece switch per 10ms base period.
+    #[test]
+    fn assignable_share_follows_the_graph() {
+        let r = [(10 * MS, 40 * MS), (2 * MS, 10 * MS)];
+        let p = assignable(&r, None, 20_000);
+        assert!((p - (0.5475 - 0.002)).abs() < 1e-9, "{p}");
+    }
 }

@@ -109,6 +109,13 @@ pub struct GraphParams {
     pub max_period: Duration,
     /// Placements tried by one rebuild before giving up.
     pub search_budget: u64,
+    /// How a base-changing rebuild regrants the reservations already made:
+    /// `false` keeps each grant's guarantee in every window of its period
+    /// (see [`Graph::reserve`]); `true` scales each activity's original
+    /// request to the new base afresh, the same percentage at the next
+    /// smaller power-of-two multiple (§3.1's rule, as for a new request),
+    /// which may shorten an earlier grant's period below what it promised.
+    pub regrant_from_request: bool,
 }
 
 impl GraphParams {
@@ -122,6 +129,7 @@ impl GraphParams {
             max_round_up: Duration(c.0.saturating_mul(3)),
             max_period: Duration::from_secs(1),
             search_budget: 100_000,
+            regrant_from_request: false,
         }
     }
 }
@@ -301,6 +309,8 @@ impl<A> Node<A> {
 #[derive(Clone, Copy, Debug)]
 struct Req {
     granted: Reservation,
+    /// What the activity asked for (before any scaling).
+    requested: Reservation,
     depth: u32,
     /// The node it must occupy (see [`Graph::reserve_pinned`]).
     pin: Option<Pin>,
@@ -473,12 +483,12 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
                 return Err(Refusal::PinnedNodeFull { pin, room });
             }
         }
-        let mut all: Vec<(A, Reservation, Option<Pin>, bool)> = trial
+        let mut all: Vec<(A, Reservation, Option<Pin>, Option<Reservation>)> = trial
             .reqs
             .iter()
-            .map(|(a, r)| (*a, r.granted, r.pin, true))
+            .map(|(a, r)| trial.regrant(*a, r))
             .collect();
-        all.push((activity, requested, pin, false));
+        all.push((activity, requested, pin, None));
         let rebuilt = self.build(&all)?;
         let regranted = rebuilt.changed_from(self, activity);
         let reservation = rebuilt.reqs[&activity].granted;
@@ -500,11 +510,8 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
     /// period recomputed (the smallest requested period, unless configured).
     /// Returns the activities whose grant changed; on refusal nothing changes.
     pub fn rebuild(&mut self) -> Result<Vec<(A, Reservation)>, Refusal> {
-        let all: Vec<(A, Reservation, Option<Pin>, bool)> = self
-            .reqs
-            .iter()
-            .map(|(a, r)| (*a, r.granted, r.pin, true))
-            .collect();
+        let all: Vec<(A, Reservation, Option<Pin>, Option<Reservation>)> =
+            self.reqs.iter().map(|(a, r)| self.regrant(*a, r)).collect();
         let rebuilt = self.build(&all)?;
         let changed = rebuilt.changed_from(self, None);
         *self = rebuilt;
@@ -579,6 +586,7 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
         }
         Ok(Req {
             granted,
+            requested,
             depth,
             pin,
         })
@@ -591,7 +599,13 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
     /// leaves a 15ms window with 0.67ms), so: a period `base * 2^k` that
     /// fits `m` whole times in `g.period` carries `ceil(g.amount / m)`, and
     /// the `k` with the smallest percentage wins (then the longest period).
-    fn keep(&self, base: u64, g: Reservation, pin: Option<Pin>) -> Result<Req, Refusal> {
+    fn keep(
+        &self,
+        base: u64,
+        g: Reservation,
+        requested: Reservation,
+        pin: Option<Pin>,
+    ) -> Result<Req, Refusal> {
         let mut best: Option<(Reservation, u32)> = None;
         let mut k = 0u32;
         while k <= MAX_DEPTH && (base << k) >> k == base && (base << k) <= g.period.0 {
@@ -611,13 +625,14 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
         }
         let Some((granted, depth)) = best else {
             // As a fresh request it fails with the reason.
-            return self.request(base, g, pin);
+            return self.request(base, g, pin).map(|r| Req { requested, ..r });
         };
         if let Some(pin) = pin.filter(|p| p.depth != depth) {
             return Err(Refusal::PinMismatch { pin, depth });
         }
         Ok(Req {
             granted,
+            requested,
             depth,
             pin,
         })
@@ -650,11 +665,25 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
         Ok((granted, k))
     }
 
+    /// How a rebuild takes a reservation already granted: its grant to keep
+    /// (with the original request beside it), or, with
+    /// `regrant_from_request`, its original request to scale afresh.
+    fn regrant(&self, a: A, r: &Req) -> (A, Reservation, Option<Pin>, Option<Reservation>) {
+        if self.params.regrant_from_request {
+            (a, r.requested, r.pin, None)
+        } else {
+            (a, r.granted, r.pin, Some(r.requested))
+        }
+    }
+
     /// A fresh graph for `all`, placed in decreasing order of percentage
     /// with backtracking.
-    /// `all`: (activity, reservation, pin, whether the reservation is a
-    /// grant already made, to be kept).
-    fn build(&self, all: &[(A, Reservation, Option<Pin>, bool)]) -> Result<Self, Refusal> {
+    /// `all`: (activity, reservation, pin, and for a grant already made, to
+    /// be kept, the original request it was granted for).
+    fn build(
+        &self,
+        all: &[(A, Reservation, Option<Pin>, Option<Reservation>)],
+    ) -> Result<Self, Refusal> {
         let mut g = Graph::new(self.params);
         let base = match self.params.base_period {
             Some(b) => b.0,
@@ -666,8 +695,8 @@ impl<A: Copy + Ord + fmt::Debug> Graph<A> {
         g.base = Some(base);
         let mut order = Vec::with_capacity(all.len());
         for &(a, reservation, pin, kept) in all {
-            let req = if kept {
-                self.keep(base, reservation, pin)?
+            let req = if let Some(requested) = kept {
+                self.keep(base, reservation, requested, pin)?
             } else {
                 self.request(base, reservation, pin)?
             };

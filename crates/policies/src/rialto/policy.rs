@@ -320,6 +320,14 @@ fn params() -> Vec<ParamSpec> {
         )
         .with_default(Value::Duration(Duration::ZERO)),
         ParamSpec::new(
+            "regrant",
+            ParamKind::Str,
+            "how a rebuild on a smaller base period regrants earlier reservations: \
+             \"keep\" (each grant still holds in every window of its period) or \
+             \"request\" (each original request scaled afresh, same percentage, §3.1)",
+        )
+        .with_default(Value::Str("keep".into())),
+        ParamSpec::new(
             "quantum",
             dur(Duration::from_nanos(1)),
             "round-robin slice within an activity and for free time",
@@ -405,7 +413,7 @@ fn child_params() -> Vec<ParamSpec> {
 
 fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     let mut r = Rialto::new(
-        graph_params(params),
+        graph_params(params)?,
         params.duration("quantum"),
         params.duration("horizon"),
     );
@@ -437,12 +445,21 @@ fn modes(params: &Params) -> Result<(Multiprocessor, Fit), String> {
 
 /// The scheduling graph's parameters a `rialto` with `params` (resolved)
 /// builds its graph with.
-fn graph_params(params: &Params) -> GraphParams {
+fn graph_params(params: &Params) -> Result<GraphParams, String> {
     let base = params.duration("base_period");
     let mut gp = GraphParams::paper(params.duration("switch_cost"));
     gp.base_period = (!base.is_zero()).then_some(base);
     gp.min_interval = params.duration("min_interval");
-    gp
+    gp.regrant_from_request = match params.str("regrant") {
+        "keep" => false,
+        "request" => true,
+        other => {
+            return Err(format!(
+                "`regrant` is \"keep\" or \"request\", not \"{other}\""
+            ))
+        }
+    };
+    Ok(gp)
 }
 
 /// An activity's grant as (amount, period, the VP whose graph holds it),
@@ -474,7 +491,7 @@ pub fn grants(
         Multiprocessor::One => 1,
         Multiprocessor::Partitioned => vps.max(1) as usize,
     };
-    let mut graphs: Vec<Graph<usize>> = vec![Graph::new(graph_params(&params)); n];
+    let mut graphs: Vec<Graph<usize>> = vec![Graph::new(graph_params(&params)?); n];
     let mut home: BTreeMap<usize, usize> = BTreeMap::new();
     let mut names: Vec<&str> = Vec::new();
     let mut refused: BTreeMap<usize, String> = BTreeMap::new();
