@@ -494,6 +494,23 @@ fn analyse_once(scn: &Scenario, book: &RuleBook) -> Analysis {
             "{cpus} CPUs: the root receives ALL on each of its {cpus} VPs; `fp` passes ALL to every child VP that never waits (no more VPs at or above its priority than CPUs); every other scheduler is analysed on one of the VPs it holds (what the others bring is extra, not promised)"
         ));
     }
+    // Handlers take time no scheduler is told of: what they take is not
+    // in any guarantee below, so say how much it may be.
+    let handlers: Vec<&hsched_model::InterruptSpec> = scn
+        .script
+        .iter()
+        .filter_map(|e| match &e.action {
+            hsched_model::Action::Interrupt(s) => Some(s),
+            _ => None,
+        })
+        .collect();
+    if !handlers.is_empty() {
+        let names: Vec<&str> = handlers.iter().map(|s| s.name.as_str()).collect();
+        notes.push(format!(
+            "interrupt sources ({}): their handlers take CPU time no scheduler is told of; the guarantees below assume CPUs free of them, so each can be short by the handlers' share of its CPU (mean duration over mean interval) and a latency by the longest handler, or several back to back",
+            names.join(", ")
+        ));
+    }
     if !scn.script.is_empty() {
         notes.push(
             "the script changes the hierarchy while it runs: this is the hierarchy at time 0 (a run re-analyses each change before it is made)"

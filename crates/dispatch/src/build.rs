@@ -172,6 +172,10 @@ fn apply_unguarded(
                 hsched_core::Reply::Err(e) => Err(format!("`{to}` refused {msg}: {e}")),
             })
         }
-        Action::Domain(_) | Action::Mutex(_) | Action::Kill(_) | Action::Create(_) => return None,
+        Action::Domain(_)
+        | Action::Mutex(_)
+        | Action::Kill(_)
+        | Action::Create(_)
+        | Action::Interrupt(_) => return None,
     })
 }

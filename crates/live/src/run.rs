@@ -221,6 +221,19 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
             e.at
         ));
     }
+    // The real machine has its own interrupts; injecting more is not
+    // something a user-space runner can do.
+    if let Some(Action::Interrupt(spec)) = scn
+        .script
+        .iter()
+        .map(|e| &e.action)
+        .find(|a| matches!(a, Action::Interrupt(_)))
+    {
+        return Err(format!(
+            "interrupt source `{}`: `hsched live` cannot inject interrupts (the machine's own are there); run it in `hsched sim`, or remove the [[interrupt]] tables",
+            spec.name
+        ));
+    }
     let mut script: Vec<&hsched_model::ScriptEvent> = scn
         .script
         .iter()

@@ -178,6 +178,22 @@ pub struct CpuStats {
     /// Time spent switching between threads.
     pub overhead: Duration,
     pub idle: Duration,
+    /// Time spent in interrupt handlers (`[[interrupt]]`): unscheduled,
+    /// no thread's progress. busy + overhead + interrupt + idle is the
+    /// run's length. Left out of the JSON when zero.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub interrupt: Duration,
+    /// Interrupts that arrived on this CPU.
+    #[serde(skip_serializing_if = "is_zero_count")]
+    pub interrupts: u64,
+}
+
+fn is_zero(d: &Duration) -> bool {
+    d.is_zero()
+}
+
+fn is_zero_count(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A thread's jobs that a run no longer holds one by one.
@@ -294,6 +310,9 @@ pub enum SegmentKind {
     /// Context-switch overhead before `thread` runs.
     Switch(ThreadId),
     Run(ThreadId),
+    /// Interrupt handlers (`[[interrupt]]`): the CPU is taken from
+    /// whatever was on it.
+    Interrupt,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]

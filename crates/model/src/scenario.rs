@@ -267,6 +267,43 @@ pub struct MutexSpec {
     pub protocol: hsched_core::MutexProtocol,
 }
 
+/// An interrupt source (a `[[interrupt]]` table): unscheduled work that
+/// preempts whatever runs on a CPU, as interrupt handlers and Windows NT's
+/// DPCs do (Vassal §2: "time spent in interrupt handling is unscheduled";
+/// §6 blames them for Table 2's late tail).
+///
+/// On each of its CPUs it fires at `offset + e1`, `offset + e1 + e2`, ...,
+/// each `e` a draw of `every` from that CPU's own random stream (seeded
+/// from the run's seed): a fixed `every` is a periodic source, an
+/// exponential one a Poisson source. Each handler holds the CPU for a
+/// draw of `duration`: the thread on it makes no progress meanwhile (its
+/// `cpu_time` and its work do not count the handler), a dispatch to the
+/// CPU waits for the handler to return (the dispatch interrupt is below
+/// device interrupts), and handlers on one CPU do not nest: one that
+/// arrives during another runs after it. The schedulers are not told:
+/// they see wall time, as NT's quantum accounting did, so a thread's
+/// scheduler charges it for the handlers that preempted it.
+///
+/// Deferred work as a thread (BVT §2.3: an interrupt routine handled by
+/// a thread, "accounted for as cycles used by this thread"): with
+/// `signal`, the handler's return signals that semaphore, so a thread
+/// waiting on it becomes runnable and is scheduled by the hierarchy like
+/// any other, and charged for the work it does.
+#[derive(Clone, Debug, Serialize)]
+pub struct InterruptSpec {
+    pub name: String,
+    /// The CPUs it fires on, each with its own arrivals.
+    pub cpus: Vec<u32>,
+    /// Time from one arrival to the next on a CPU.
+    pub every: Dist,
+    /// Added before the first arrival.
+    pub offset: Duration,
+    /// How long each handler holds the CPU.
+    pub duration: Dist,
+    /// The semaphore its handler signals on returning (deferred work).
+    pub signal: Option<String>,
+}
+
 /// An exported entry point of a domain: the code a call runs there.
 #[derive(Clone, Debug, Serialize)]
 pub struct StopSpec {
@@ -496,4 +533,7 @@ pub enum Action {
     Kill(String),
     /// Start a declared domain that is not alive (see [`Op::Create`]).
     Create(String),
+    /// An interrupt source (the file's `[[interrupt]]` tables are these,
+    /// at time zero: part of the machine, declared before anything runs).
+    Interrupt(InterruptSpec),
 }

@@ -91,9 +91,11 @@
 //! "not a very clean solution"). rtwake promises start times only: a woken
 //! thread may be preempted by a later wakeup's spin. A thread that is not
 //! runnable at its W gets no wakeup (it is free when it becomes runnable).
-//! The simulator has no interrupts or DPCs, the source of the late tail in
-//! the paper's Table 2. Cost: O(log n) per callback in the number of
-//! children, plus O(w) for the w wakeups whose windows are near a new one.
+//! Exact means exact in the scheduler's decision: an interrupt handler
+//! (a scenario's `[[interrupt]]` source) that spans W delays the dispatch
+//! until it returns, the source of the late tail in the paper's Table 2.
+//! Cost: O(log n) per callback in the number of children, plus O(w) for
+//! the w wakeups whose windows are near a new one.
 
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,

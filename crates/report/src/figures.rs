@@ -53,7 +53,13 @@ pub enum Slot {
     /// Context switching to the thread.
     Switch(u32),
     Run(u32),
+    /// Interrupt handlers.
+    Interrupt,
 }
+
+/// [`Slot::code`] of interrupt handlers: even (not a run) and above every
+/// switch's code; the report's script looks for it by value.
+pub const INTERRUPT_CODE: u64 = 1 << 40;
 
 impl Slot {
     fn of(kind: SegmentKind) -> Slot {
@@ -61,14 +67,17 @@ impl Slot {
             SegmentKind::Idle => Slot::Idle,
             SegmentKind::Switch(t) => Slot::Switch(t.0),
             SegmentKind::Run(t) => Slot::Run(t.0),
+            SegmentKind::Interrupt => Slot::Interrupt,
         }
     }
 
     /// The compact code the HTML report's data uses: 0 idle, `1 + 2t` thread
-    /// `t` runs, `2 + 2t` switching to thread `t`.
+    /// `t` runs, `2 + 2t` switching to thread `t`, [`INTERRUPT_CODE`]
+    /// interrupt handlers.
     pub fn code(self) -> u64 {
         match self {
             Slot::Idle => 0,
+            Slot::Interrupt => INTERRUPT_CODE,
             Slot::Run(t) => 1 + 2 * u64::from(t),
             Slot::Switch(t) => 2 + 2 * u64::from(t),
         }

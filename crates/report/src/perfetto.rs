@@ -129,6 +129,7 @@ pub fn perfetto_trace<W: Write>(result: &RunResult, mut writer: W) -> Result<(),
         let (name, cat, args) = match s.what {
             SegmentKind::Idle => continue,
             SegmentKind::Run(t) => (names.name(t), "run", format!(r#"{{"thread_id":{}}}"#, t.0)),
+            SegmentKind::Interrupt => ("interrupt".to_string(), "interrupt", "{}".to_string()),
             SegmentKind::Switch(t) => (
                 "switch".to_string(),
                 "switch",

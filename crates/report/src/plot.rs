@@ -47,6 +47,8 @@ const PALETTE: [(u8, u8, u8); 10] = [
     (0x86, 0xbc, 0xb6),
 ];
 const SWITCH: RGBColor = RGBColor(0x8a, 0x8f, 0x96);
+/// Interrupt handlers (the HTML report's colour too).
+const INTERRUPT: RGBColor = RGBColor(0xc0, 0x39, 0x2b);
 const DEADLINE: RGBColor = RGBColor(0xc6, 0x28, 0x28);
 
 /// Which figure.
@@ -354,6 +356,7 @@ impl Job<'_> {
         let colour_of = |slot: Slot| match slot {
             Slot::Run(t) => Some(self.colour(t)),
             Slot::Switch(_) => Some(SWITCH),
+            Slot::Interrupt => Some(INTERRUPT),
             Slot::Idle => None,
         };
         for (c, spans) in self.figs.timeline.cpus.iter().enumerate() {

@@ -326,7 +326,7 @@ fn perfetto_has_one_complete_event_per_busy_segment() {
         let name = match s.what {
             SegmentKind::Run(t) => ["video", "audio", "batch"][t.index()],
             SegmentKind::Switch(_) => "switch",
-            SegmentKind::Idle => unreachable!(),
+            SegmentKind::Idle | SegmentKind::Interrupt => unreachable!(),
         };
         let ts = s.start.as_nanos() as f64 / 1e3;
         let dur = (s.end.as_nanos() - s.start.as_nanos()) as f64 / 1e3;

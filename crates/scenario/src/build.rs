@@ -6,6 +6,7 @@
 use crate::domains;
 use crate::error::{did_you_mean, Fail, Span};
 use crate::hierarchy::{self, check_link_names, sched_decl, Child, LinkDecl, SchedDecl, World};
+use crate::interrupts;
 use crate::mutexes;
 use crate::program::{self, NameRef, Refs};
 use crate::tree::{self, index_path, Node, RawParam, Table};
@@ -27,6 +28,7 @@ pub(crate) const TOP_KEYS: &[&str] = &[
     "plugins",
     "domain",
     "mutex",
+    "interrupt",
 ];
 const MACHINE_KEYS: &[&str] = &["cpus", "context_switch", "tick", "watchdog"];
 const THREAD_KEYS: &[&str] = &[
@@ -146,11 +148,20 @@ pub(crate) fn build(
         )
         .help("put the barrier in the calling threads' programs, around the call"));
     }
+    let interrupt_specs = interrupts::interrupts(
+        list(&top, "interrupt", "[[interrupt]] tables")?,
+        cpus,
+        threads
+            .iter()
+            .map(|t| &t.refs)
+            .chain(domain_decls.iter().map(|d| &d.refs)),
+    )?;
     check_semaphores(
         threads
             .iter()
             .map(|t| &t.refs)
             .chain(domain_decls.iter().map(|d| &d.refs)),
+        interrupt_specs.iter().filter_map(|s| s.signal.as_deref()),
     )?;
 
     let mutex_decls = mutexes::mutexes(
@@ -173,6 +184,10 @@ pub(crate) fn build(
         .chain(mutex_decls.into_iter().map(|m| ScriptEvent {
             at: Instant::ZERO,
             action: Action::Mutex(m),
+        }))
+        .chain(interrupt_specs.into_iter().map(|i| ScriptEvent {
+            at: Instant::ZERO,
+            action: Action::Interrupt(i),
         }))
         .chain(events)
         .collect();
@@ -963,12 +978,17 @@ fn removable(world: &World<'_>, r: &NameRef, t: Instant, verb: &str) -> Result<S
     Ok(r.name.clone())
 }
 
-/// Every semaphore waited on is signalled somewhere (a thread's program or
-/// a stop's body): a wait nothing can end is almost always a misspelt name.
-fn check_semaphores<'a>(all: impl Iterator<Item = &'a Refs> + Clone) -> Result<(), Fail> {
+/// Every semaphore waited on is signalled somewhere (a thread's program, a
+/// stop's body, or an interrupt source: `by_interrupts`): a wait nothing
+/// can end is almost always a misspelt name.
+fn check_semaphores<'a>(
+    all: impl Iterator<Item = &'a Refs> + Clone,
+    by_interrupts: impl Iterator<Item = &'a str>,
+) -> Result<(), Fail> {
     let signalled: BTreeSet<&str> = all
         .clone()
         .flat_map(|r| r.signals.iter().map(String::as_str))
+        .chain(by_interrupts)
         .collect();
     for w in all.flat_map(|r| r.waits.iter()) {
         if !signalled.contains(w.name.as_str()) {
@@ -981,7 +1001,7 @@ fn check_semaphores<'a>(all: impl Iterator<Item = &'a Refs> + Clone) -> Result<(
                     did_you_mean(&w.name, signalled.iter().copied())
                 ),
             )
-            .help("add { signal = \"...\" } to the program that releases the waiter"));
+            .help("add { signal = \"...\" } to the program that releases the waiter, or `signal` to an [[interrupt]] source"));
         }
     }
     Ok(())

@@ -19,6 +19,7 @@ mod error;
 mod hierarchy;
 pub mod import;
 pub mod input;
+mod interrupts;
 mod mutexes;
 mod program;
 pub mod rules;

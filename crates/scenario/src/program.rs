@@ -988,7 +988,7 @@ pub(crate) fn takes_time(ops: &[Op]) -> bool {
     })
 }
 
-fn dist_max(d: &Dist) -> Duration {
+pub(crate) fn dist_max(d: &Dist) -> Duration {
     match d {
         Dist::Fixed(d) => *d,
         Dist::Uniform { max, .. } | Dist::Exponential { max, .. } | Dist::Normal { max, .. } => {

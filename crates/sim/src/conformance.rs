@@ -366,7 +366,7 @@ pub fn check(scn: &Scenario, extra: &[&'static PolicyInfo], tag: &str) -> RunRes
     let mut busy = Duration::ZERO;
     for c in &r.cpu_stats {
         assert_eq!(
-            c.busy + c.overhead + c.idle,
+            c.busy + c.overhead + c.interrupt + c.idle,
             horizon,
             "[C3] {tag}: {}",
             c.cpu

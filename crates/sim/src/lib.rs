@@ -8,8 +8,13 @@
 //! seed give the same run, byte for byte, and adding a thread does not change
 //! the draws of the others.
 //!
+//! Interrupt sources (`[[interrupt]]`) draw their arrivals and handler
+//! lengths from streams of their own, one per source and CPU; a handler
+//! holds its CPU whatever is on it, and a dispatch to that CPU waits for it
+//! to return (see `hsched_model::InterruptSpec`).
+//!
 //! Time accounting is exact: on every CPU, busy + context-switch overhead +
-//! idle equals the horizon.
+//! interrupt handlers + idle equals the horizon.
 
 pub mod conformance;
 mod jobs;

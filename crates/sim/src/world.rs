@@ -60,6 +60,11 @@ pub(crate) enum Ev {
     Abort(ThreadId, u64),
     /// A `spin`'s wall time is up, if `gen` is current.
     SpinEnd(ThreadId, u64),
+    /// Interrupt stream `i` (one source on one CPU) fires.
+    Interrupt(usize),
+    /// An interrupt handler returns and signals semaphore `i` (deferred
+    /// work, BVT §2.3).
+    IrqSignal(usize),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,7 +87,29 @@ struct SimCpu {
     last_segment: Option<usize>,
     /// When the running thread's current `run` ends, and its sequence number.
     completion: Option<(Instant, u64)>,
+    /// Until when interrupt handlers hold the CPU: the time from
+    /// `seg_start` to here is theirs, before any switch or run.
+    irq_end: Instant,
+    /// Time spent in handlers, and how many arrived.
+    interrupt: Duration,
+    interrupts: u64,
 }
+
+/// One interrupt source on one CPU: its own arrivals from its own stream.
+struct IrqStream {
+    cpu: usize,
+    every: hsched_model::Dist,
+    duration: hsched_model::Dist,
+    rng: ChaCha8Rng,
+    /// The semaphore its handlers signal on returning.
+    signal: Option<usize>,
+}
+
+/// Interrupt streams draw from ChaCha8 streams numbered from here (the
+/// threads' are 1 up to their count, at most `MAX_THREADS`): source `s`
+/// on CPU `c` is stream `IRQ_STREAMS + s * 2^16 + c` (at most 4096 CPUs),
+/// so adding a source or a thread changes no other stream's draws.
+const IRQ_STREAMS: u64 = 1 << 62;
 
 struct SimThread {
     code: Rc<[Instr]>,
@@ -189,6 +216,8 @@ pub(crate) struct World {
     /// Mutex and RPC steps the threads' schedulers have not heard of yet,
     /// in the order they happened (see `tell_schedulers`).
     sync_out: Vec<SyncEvent<ThreadId>>,
+    /// Interrupt sources, one stream per source and CPU.
+    irqs: Vec<IrqStream>,
 }
 
 impl World {
@@ -207,6 +236,9 @@ impl World {
                     idle: Duration::ZERO,
                     last_segment: None,
                     completion: None,
+                    irq_end: Instant::ZERO,
+                    interrupt: Duration::ZERO,
+                    interrupts: 0,
                 })
                 .collect(),
             threads: Vec::new(),
@@ -230,6 +262,7 @@ impl World {
             domains: Vec::new(),
             calls: Vec::new(),
             sync_out: Vec::new(),
+            irqs: Vec::new(),
         };
         // Declared mutexes take their protocol before any program names them.
         for ev in &scn.script {
@@ -243,7 +276,95 @@ impl World {
                 let _ = world.create_domain(spec);
             }
         }
+        world.declare_interrupts(scn);
         world
+    }
+
+    /// One stream per interrupt source and CPU, each with its first
+    /// arrival queued: `offset` plus a draw of `every`.
+    fn declare_interrupts(&mut self, scn: &Scenario) {
+        let sources = scn.script.iter().filter_map(|e| match &e.action {
+            Action::Interrupt(spec) => Some((e.at, spec)),
+            _ => None,
+        });
+        for (s, (at, spec)) in sources.enumerate() {
+            let signal = spec.signal.as_deref().map(|name| {
+                match self.semaphore_names.iter().position(|n| n == name) {
+                    Some(i) => i,
+                    None => {
+                        self.semaphore_names.push(name.to_string());
+                        self.semaphores.push(SemaphoreState::default());
+                        self.semaphores.len() - 1
+                    }
+                }
+            });
+            for &cpu in &spec.cpus {
+                let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
+                rng.set_stream(IRQ_STREAMS + ((s as u64) << 16) + u64::from(cpu));
+                let first = at
+                    .saturating_add(spec.offset)
+                    .saturating_add(draw(&spec.every, &mut rng));
+                self.irqs.push(IrqStream {
+                    cpu: cpu as usize,
+                    every: spec.every.clone(),
+                    duration: spec.duration.clone(),
+                    rng,
+                    signal,
+                });
+                let i = self.irqs.len() - 1;
+                self.push(first, Ev::Interrupt(i));
+            }
+        }
+    }
+
+    /// Interrupt stream `i` fires at `now`: its handler takes the CPU
+    /// after any handler already there, for a draw of its duration; the
+    /// next arrival is queued.
+    fn interrupt(&mut self, now: Instant, i: usize) {
+        let src = &mut self.irqs[i];
+        let cpu = src.cpu;
+        // Duration first, then the gap: one fixed order of draws.
+        let d = draw(&src.duration, &mut src.rng);
+        let next = now.saturating_add(draw(&src.every, &mut src.rng));
+        let signal = src.signal;
+        self.push(next, Ev::Interrupt(i));
+        self.flush(CpuId(cpu as u32), now);
+        let c = &mut self.cpus[cpu];
+        c.interrupts += 1;
+        let begin = c.irq_end.max(now);
+        let end = begin.saturating_add(d);
+        // A switch under way is suspended while the handler runs.
+        if c.thread.is_some() && c.switch_end > begin {
+            c.switch_end = c.switch_end.saturating_add(d);
+        }
+        c.irq_end = end;
+        if let Some(t) = c.thread {
+            self.arm_completion(t);
+        }
+        if let Some(sem) = signal {
+            self.push(end, Ev::IrqSignal(sem));
+        }
+    }
+
+    /// A handler returned and signals semaphore `s`: the first thread
+    /// waiting on it takes the signal, else the semaphore stays set.
+    fn irq_signal(&mut self, disp: &mut Dispatcher, now: Instant, s: usize) {
+        let sem = &mut self.semaphores[s];
+        match sem.waiters.pop_front() {
+            Some(w) => {
+                self.threads[w.index()].signalled = Some(now);
+                self.resume(disp, now, w);
+            }
+            None => {
+                sem.set_at.get_or_insert(now);
+            }
+        }
+    }
+
+    /// When a thread put on `cpu` at `now` gets it: once the handlers on
+    /// it have returned (the dispatch waits for them).
+    fn dispatch_time(&self, cpu: CpuId, now: Instant) -> Instant {
+        self.cpus[cpu.index()].irq_end.max(now)
     }
 
     /// Every call made so far.
@@ -400,9 +521,20 @@ impl World {
             }
             Ev::SpinEnd(t, gen) => {
                 if self.threads[t.index()].spin_gen == gen {
-                    self.spin_end(disp, now, t);
+                    // A thread whose CPU is in a handler goes on when the
+                    // handler returns.
+                    let busy_until = self.threads[t.index()]
+                        .cpu
+                        .map(|c| self.cpus[c.index()].irq_end)
+                        .filter(|&e| e > now);
+                    match busy_until {
+                        Some(end) => self.push(end, Ev::SpinEnd(t, gen)),
+                        None => self.spin_end(disp, now, t),
+                    }
                 }
             }
+            Ev::Interrupt(i) => self.interrupt(now, i),
+            Ev::IrqSignal(s) => self.irq_signal(disp, now, s),
         }
         self.tell_schedulers(disp, now);
     }
@@ -732,6 +864,11 @@ impl World {
                 )),
             },
             Action::Create(name) => self.start_domain(name),
+            // Their streams were set up with the world.
+            Action::Interrupt(spec) => Ok(format!(
+                "interrupt source `{}` on CPU(s) {:?}",
+                spec.name, spec.cpus
+            )),
             Action::Kill(name) => {
                 self.kill_domain(now, name, None);
                 while let Some(w) = self.handed_over.pop() {
@@ -1267,7 +1404,11 @@ impl World {
         let th = &self.threads[t.index()];
         let Some(cpu) = th.cpu else { return };
         let c = &self.cpus[cpu.index()];
-        let at = c.switch_end.max(c.seg_start).saturating_add(th.remaining);
+        let at = c
+            .switch_end
+            .max(c.seg_start)
+            .max(c.irq_end)
+            .saturating_add(th.remaining);
         self.seq += 1;
         self.cpus[cpu.index()].completion = Some((at, self.seq));
     }
@@ -1356,11 +1497,21 @@ impl World {
     /// Accounts what `cpu` did from its segment start to `now`.
     fn flush(&mut self, cpu: CpuId, now: Instant) {
         let c = &mut self.cpus[cpu.index()];
-        let start = c.seg_start;
-        if now <= start {
+        let begin = c.seg_start;
+        if now <= begin {
             return;
         }
         c.seg_start = now;
+        // Handlers come first: they hold the CPU from the segment's start.
+        let start = c.irq_end.clamp(begin, now);
+        if start > begin {
+            c.interrupt += start - begin;
+            self.segment(cpu, begin, start, SegmentKind::Interrupt);
+            if start == now {
+                return;
+            }
+        }
+        let c = &mut self.cpus[cpu.index()];
         match c.thread {
             Some(t) => {
                 let switch_end = c.switch_end.clamp(start, now);
@@ -1509,6 +1660,8 @@ impl World {
                     busy: c.busy,
                     overhead: c.overhead,
                     idle: c.idle,
+                    interrupt: c.interrupt,
+                    interrupts: c.interrupts,
                 })
                 .collect(),
             decisions: disp.decisions(),
@@ -1538,14 +1691,16 @@ impl Platform for World {
         let Some(t) = thread else {
             return;
         };
+        // A dispatch to a CPU in a handler takes effect when it returns.
+        let at = self.dispatch_time(cpu, now);
         let c = &mut self.cpus[cpu.index()];
         c.thread = Some(t);
         c.seg_start = now;
         let switching = c.last != Some(t);
         c.switch_end = if switching {
-            now.saturating_add(self.cs)
+            at.saturating_add(self.cs)
         } else {
-            now
+            at
         };
         c.last = Some(t);
         let th = &mut self.threads[t.index()];
@@ -1558,36 +1713,36 @@ impl Platform for World {
         th.last_cpu = Some(cpu);
         th.cpu = Some(cpu);
         if let Some(woke) = th.woke_at.take() {
-            add_latency(&mut th.stats, now.saturating_since(woke));
+            add_latency(&mut th.stats, at.saturating_since(woke));
         }
         if let Some(since) = th.waiting_since.take() {
-            th.stats.max_runnable_gap = th.stats.max_runnable_gap.max(now.saturating_since(since));
+            th.stats.max_runnable_gap = th.stats.max_runnable_gap.max(at.saturating_since(since));
         }
         if let Some(p) = th.cursor.periodic.last() {
             if let Some(rec) = p.record {
-                self.jobs[rec].start.get_or_insert(now);
+                self.jobs[rec].start.get_or_insert(at);
             }
         }
         if let Some(f) = th.cursor.frames.last() {
-            self.jobs[f.record].start.get_or_insert(now);
+            self.jobs[f.record].start.get_or_insert(at);
         }
         if let Some(rec) = th.wakeup_job.take() {
-            self.jobs[rec].start = Some(now);
-            self.jobs[rec].finish = Some(now);
+            self.jobs[rec].start = Some(at);
+            self.jobs[rec].finish = Some(at);
         }
         if let Some(RandresState {
             phase: RandresPhase::Running { record, .. },
             ..
         }) = th.cursor.randres
         {
-            self.jobs[record].start.get_or_insert(now);
+            self.jobs[record].start.get_or_insert(at);
         }
         if let Some(ConstraintsState {
             phase: ConstraintsPhase::Running { record },
             ..
         }) = th.cursor.constraints
         {
-            self.jobs[record].start.get_or_insert(now);
+            self.jobs[record].start.get_or_insert(at);
         }
         self.arm_completion(t);
     }

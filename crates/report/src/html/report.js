@@ -30,6 +30,9 @@
   var PALETTE = ["#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
     "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#86bcb6"];
   var SWITCH_COLOUR = "#8a8f96";
+  var INTERRUPT_COLOUR = "#c0392b";
+  // Slot::code of interrupt handlers (figures.rs, INTERRUPT_CODE).
+  var INTERRUPT_CODE = 1099511627776;
 
   // ---- formatting ----
   function trimNumber(x) {
@@ -201,6 +204,7 @@
         at += cpu.d[i];
         ends[i] = at;
         if (code === 0) keys[i] = -2;
+        else if (code === INTERRUPT_CODE) keys[i] = -3;
         else if (code % 2 === 1) {
           keys[i] = (code - 1) / 2;
           (perThread[keys[i]] = perThread[keys[i]] || []).push([starts[i], ends[i], c]);
@@ -272,7 +276,9 @@
     });
     drawMarks(ctx, X, left, plotW);
   }
-  function keyColour(key) { return key === -1 ? SWITCH_COLOUR : threadColour(key); }
+  function keyColour(key) {
+    return key === -1 ? SWITCH_COLOUR : key === -3 ? INTERRUPT_COLOUR : threadColour(key);
+  }
   // Segments at least a pixel wide are drawn as they are; narrower ones are
   // summed per pixel column, which is drawn in the colour of what covered
   // most of it, as opaque as the column is covered.
@@ -360,6 +366,7 @@
       var key = row.keys[i], what;
       if (key === -2) what = "idle";
       else if (key === -1) what = "context switch";
+      else if (key === -3) what = "interrupt handlers";
       else what = threadName(key) + " runs" + (row.kind === "thread" ? " on cpu" + row.cpus[i] : "");
       lines.push(what + ": " + fmtNs(row.starts[i]) + " → " + fmtNs(row.ends[i]) +
         " (" + fmtNs(row.ends[i] - row.starts[i]) + ")");
