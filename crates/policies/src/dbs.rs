@@ -150,6 +150,12 @@ fn params() -> Vec<ParamSpec> {
         )
         .with_default(Value::Bool(true)),
         ParamSpec::new(
+            "steal",
+            ParamKind::Bool,
+            "slack stealing: an overrun runs ahead of reserved amounts while every reservation in force can still be met (needs `overrun`)",
+        )
+        .with_default(Value::Bool(false)),
+        ParamSpec::new(
             "multiprocessor",
             ParamKind::Str,
             "on several VPs: \"one\" (admit one CPU's worth) or \"partitioned\" (each reserving child on one VP, admitted there); \"global\" is refused: no published test for one-off windows",
@@ -212,7 +218,13 @@ fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
         NO_GLOBAL,
     )?;
     let (quantum, overrun) = (params.duration("quantum"), params.bool("overrun"));
-    let one = Dbs::new(quantum)?.with_overrun(overrun);
+    let steal = params.bool("steal");
+    if steal && !overrun {
+        return Err(
+            "dbs: `steal = true` needs `overrun = true` (slack stealing runs overruns)".into(),
+        );
+    }
+    let one = Dbs::new(quantum)?.with_overrun(overrun).with_steal(steal);
     Ok(match mode {
         Mode::Partitioned(fit) => Box::new(partitioned::DbsParts::new(fit, one)),
         _ => Box::new(one),
@@ -242,6 +254,9 @@ struct Reservation {
 /// left, an active one already served (with `overrun`), the round robin.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Tier {
+    /// An overrun run ahead of the reserved amounts, on the slack they
+    /// leave (`steal`): only ever the rank of a run, never of a queue entry.
+    Steal,
     Reserved,
     Overrun,
     Leftover,
@@ -250,6 +265,14 @@ enum Tier {
 /// Service order: tier, then EDF (deadline, reservation id).
 type Prio = (Tier, Instant, u64);
 const LEFTOVER: Prio = (Tier::Leftover, Instant::NEVER, u64::MAX);
+
+/// The queue entry a run stands for: a stealing run is its overrun.
+fn queued(p: Prio) -> Prio {
+    match p.0 {
+        Tier::Steal => (Tier::Overrun, p.1, p.2),
+        _ => p,
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -287,6 +310,8 @@ pub struct Dbs {
     quantum: Duration,
     /// Served reservations are kept, as overruns, until their deadline.
     overrun: bool,
+    /// Overruns may run ahead of reserved amounts on their slack.
+    steal: bool,
     children: ChildMap<Child>,
     reservations: BTreeMap<u64, Reservation>,
     next_id: u64,
@@ -319,6 +344,7 @@ impl Dbs {
         Ok(Dbs {
             quantum,
             overrun: true,
+            steal: false,
             children: ChildMap::new(),
             reservations: BTreeMap::new(),
             next_id: 0,
@@ -340,6 +366,14 @@ impl Dbs {
     /// EDF, until its deadline; without, it joins the round robin at once.
     pub fn with_overrun(mut self, overrun: bool) -> Self {
         self.overrun = overrun;
+        self
+    }
+
+    /// With `steal` (default false; needs `overrun`), a waiting overrun runs
+    /// ahead of the reserved amounts for as long as every reservation in
+    /// force can still be met: the slack of [`Self::slack`].
+    pub fn with_steal(mut self, steal: bool) -> Self {
+        self.steal = steal;
         self
     }
 
@@ -447,7 +481,7 @@ impl Dbs {
                 if self
                     .running
                     .get(vp)
-                    .is_some_and(|r| !r.preempting() && r.rank() != want) =>
+                    .is_some_and(|r| !r.preempting() && queued(r.rank()) != want) =>
             {
                 self.running.revoke(cx, vp);
             }
@@ -531,6 +565,55 @@ impl Dbs {
                 None => cx.cancel_timer(EVENT_TIMER),
             }
             self.armed = next;
+        }
+    }
+
+    /// The slack of the reservations in force at `now`: the longest time the
+    /// CPU can go to something else now with every amount still met by its
+    /// deadline, `min over deadlines b of (b - now - what is due by b)`.
+    /// Exact for EDF on one CPU: blocking `[now, now + x)` leaves every
+    /// interval `[a, b]` with `a >= now + x` as it was, and those that start
+    /// earlier lose at most `x`, the worst being `[now, b]`, which holds
+    /// everything due by `b` (a window not yet started counts as released
+    /// now, as the blocking pushes it no later than its own start).
+    pub fn slack(&self, now: Instant) -> Duration {
+        let mut due: Vec<(Instant, Duration)> = self
+            .reservations
+            .iter()
+            .map(|(&id, r)| (r.deadline, self.left_now(id, now)))
+            .filter(|&(d, left)| d > now && !left.is_zero())
+            .collect();
+        due.sort_unstable();
+        let (mut demand, mut slack) = (Duration::ZERO, Duration::MAX);
+        for (b, left) in due {
+            demand = demand.saturating_add(left);
+            slack = slack.min(b.saturating_since(now).saturating_sub(demand));
+        }
+        slack
+    }
+
+    /// With `steal`, when a reserved amount heads the queue: the earliest
+    /// waiting overrun, to run on the slack (to its deadline at most).
+    fn steal_pick(&self, now: Instant) -> Option<(Prio, ChildId, Instant)> {
+        if !self.steal || self.edf.first()?.0 .0 != Tier::Reserved {
+            return None;
+        }
+        let &(p, child) = self.edf.iter().find(|(p, _)| p.0 == Tier::Overrun)?;
+        let slack = self.slack(now);
+        (!slack.is_zero()).then(|| (p, child, now.saturating_add(slack).min(p.1)))
+    }
+
+    /// A new reservation may need time a stealing run was given: every
+    /// such run is re-decided.
+    fn end_steals(&mut self, cx: &mut Cx) {
+        let stealing: Vec<ParentVp> = self
+            .running
+            .iter()
+            .filter(|(_, r)| r.rank().0 == Tier::Steal && !r.preempting())
+            .map(|(vp, _)| vp)
+            .collect();
+        for vp in stealing {
+            self.running.revoke(cx, vp);
         }
     }
 
@@ -652,6 +735,9 @@ impl Dbs {
                 active,
             },
         );
+        if self.steal {
+            self.end_steals(cx);
+        }
         let c = &mut self.children[child];
         c.reservations.insert(id);
         self.events.insert((deadline, Event::Deadline, id));
@@ -749,7 +835,10 @@ impl Scheduler for Dbs {
         let now = cx.now();
         self.stop(vp, now);
         self.process_due(cx);
-        let (child, prio, until) = if let Some((p, child)) = self.edf.pop_first() {
+        let (child, prio, until) = if let Some((p, child, until)) = self.steal_pick(now) {
+            self.edf.remove(&(p, child));
+            (child, (Tier::Steal, p.1, p.2), until)
+        } else if let Some((p, child)) = self.edf.pop_first() {
             let left = self.reservations[&p.2].remaining;
             let until = match p.0 {
                 Tier::Reserved => now.saturating_add(left).min(p.1),
@@ -898,6 +987,9 @@ impl Scheduler for Dbs {
             {
                 return Err(format!("{child}'s reservation sets are inconsistent"));
             }
+            if !self.steal && self.running.iter().any(|(_, r)| r.rank().0 == Tier::Steal) {
+                return Err("a run steals slack without `steal`".into());
+            }
             if c.slice_left > self.quantum {
                 return Err(format!("{child} has a slice longer than the quantum"));
             }
@@ -951,7 +1043,7 @@ impl Scheduler for Dbs {
                     run.child()
                 ));
             }
-            if !run.preempting() && run.rank() != c.prio() {
+            if !run.preempting() && queued(run.rank()) != c.prio() {
                 return Err(format!(
                     "{} runs on {vp} under {:?} but should under {:?}",
                     run.child(),
