@@ -244,7 +244,7 @@ fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     let steal = params.bool("steal");
     if steal && !overrun {
         return Err(
-            "dbs: `steal = true` needs `overrun = true` (slack stealing runs overruns)".into(),
+            "`steal = true` needs `overrun = true` (slack stealing runs overruns)".into(),
         );
     }
     let one = Dbs::new(quantum)?.with_overrun(overrun).with_steal(steal);
