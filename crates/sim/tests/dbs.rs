@@ -68,6 +68,16 @@ fn dbs(overrun: bool) -> SchedulerSpec {
     }
 }
 
+/// A root `dbs` with `overrun` and slack stealing (`steal`) set.
+fn dbs_stealing(steal: bool) -> SchedulerSpec {
+    SchedulerSpec {
+        params: Params::new()
+            .with("overrun", Value::Bool(true))
+            .with("steal", Value::Bool(steal)),
+        ..root("dbs", "dbs")
+    }
+}
+
 fn scenario(
     cpus: u32,
     horizon: Duration,
@@ -314,6 +324,7 @@ proptest! {
         ),
         cpus in 1u32..3,
         overrun in any::<bool>(),
+        steal in any::<bool>(),
     ) {
         let mut threads = Vec::new();
         // (thread, start, amount, deadline) requested, in each thread's order.
@@ -337,7 +348,8 @@ proptest! {
             asked.push(mine);
         }
         threads.push(thread("cont", "dbs", vec![forever()]));
-        let r = go(&scenario(cpus, ms(1_500), vec![dbs(overrun)], threads));
+        let sched = if overrun { dbs_stealing(steal) } else { dbs(false) };
+        let r = go(&scenario(cpus, ms(1_500), vec![sched], threads));
         for (i, mine) in asked.iter().enumerate() {
             let name = format!("r{i}");
             let answers = replies(&r, &name);
@@ -435,4 +447,80 @@ fn an_overrunning_thread_does_not_delay_another_reservation() {
     assert_eq!(ran(&r, hog, at(0), at(200)), ms(160));
     assert_eq!(ran(&r, cont, at(0), at(200)), Duration::ZERO);
     assert!(ran(&r, cont, at(200), at(400)) >= ms(80));
+}
+
+/// `under` reserves 20ms of [0, 40ms] but needs 25ms; `late` reserves 50ms
+/// of [0, 100ms] and runs on; `cont` is a batch thread.
+fn short_of_slack(steal: bool) -> RunResult {
+    let threads = vec![
+        thread(
+            "under",
+            "dbs",
+            vec![
+                reserve(ms(0), ms(20), ms(40)),
+                Op::Run(Dist::Fixed(ms(25))),
+                Op::Sleep(Dist::Fixed(Duration::from_secs(10))),
+            ],
+        ),
+        thread(
+            "late",
+            "dbs",
+            vec![reserve(ms(0), ms(50), ms(100)), forever()],
+        ),
+        thread("cont", "dbs", vec![forever()]),
+    ];
+    go(&scenario(1, ms(200), vec![dbs_stealing(steal)], threads))
+}
+
+#[test]
+fn slack_stealing_lets_an_under_predicting_thread_finish_first() {
+    let [plain, stealing] = [short_of_slack(false), short_of_slack(true)];
+    let (under, late) = (tid(&plain, "under"), tid(&plain, "late"));
+    // Without stealing, under's overrun waits for late's whole amount
+    // (20..70ms), past its own deadline.
+    assert_eq!(ran(&plain, under, at(0), at(40)), ms(20));
+    // With it, the slack at 20ms is 100 - 20 - 50 = 30ms: under runs its
+    // last 5ms at once, and late still gets its 50ms by 100ms.
+    assert_eq!(ran(&stealing, under, at(0), at(40)), ms(25));
+    assert_eq!(ran(&stealing, under, at(20), at(25)), ms(5));
+    for r in [&plain, &stealing] {
+        assert!(ran(r, late, at(0), at(100)) >= ms(50));
+    }
+}
+
+#[test]
+fn a_new_reservation_ends_a_steal_that_would_starve_it() {
+    // `thief` reserves 5ms of [0, 30ms] and never stops: from 5ms it
+    // steals the slack late leaves (100 - 5 - 50 = 45ms), to its deadline.
+    // At 20ms rt reserves 30ms of [20, 60ms]: admitted against the
+    // reservations alone, it leaves no slack, so the steal must end then
+    // (left to 30ms, it would make late miss 100ms).
+    let threads = vec![
+        thread(
+            "thief",
+            "dbs",
+            vec![reserve(ms(0), ms(5), ms(30)), forever()],
+        ),
+        thread(
+            "late",
+            "dbs",
+            vec![reserve(ms(0), ms(50), ms(100)), forever()],
+        ),
+        thread(
+            "rt",
+            "dbs",
+            vec![
+                Op::Sleep(Dist::Fixed(ms(20))),
+                reserve(ms(20), ms(30), ms(60)),
+                forever(),
+            ],
+        ),
+    ];
+    let r = go(&scenario(1, ms(200), vec![dbs_stealing(true)], threads));
+    assert!(replies(&r, "rt").iter().all(|e| e.kind == LogKind::Reply));
+    let (thief, late, rt) = (tid(&r, "thief"), tid(&r, "late"), tid(&r, "rt"));
+    assert_eq!(ran(&r, thief, at(5), at(20)), ms(15));
+    assert!(ran(&r, rt, at(20), at(60)) >= ms(30));
+    assert!(ran(&r, late, at(0), at(100)) >= ms(50));
+    assert_eq!(ran(&r, thief, at(20), at(100)), Duration::ZERO);
 }
