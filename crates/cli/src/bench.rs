@@ -22,7 +22,7 @@ use std::time::Instant as WallClock;
 /// Wall nanoseconds per decision and events per wall-second at steady
 /// state: the run is warmed up for a fifth of its quanta (thread creation,
 /// first wake-ups), then a window of the rest is timed.
-fn measure(threads: usize, levels: usize, quanta: u64) -> Result<(f64, f64), CliError> {
+pub(crate) fn measure(threads: usize, levels: usize, quanta: u64) -> Result<(f64, f64), CliError> {
     let quantum = Duration::from_millis(1);
     let horizon = Duration::from_millis(quanta + quanta / 5 + 1);
     let scn = workloads::cpu_bound(threads, levels, 1, quantum, horizon);

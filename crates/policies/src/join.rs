@@ -29,6 +29,21 @@
 //! (§5.1); it may give more, so a hard guarantee from a parent becomes the
 //! corresponding soft one.
 //!
+//! **Overrun mode** (parameters `budget` and `period`, both non-zero): the
+//! HLS paper's CPU service classes (§5.4, Fig. 4) join a thread's
+//! reservation (the first parent) with an overrun scheduler OVR "which
+//! schedules threads that have exhausted their reservation budgets". The
+//! join then asks only its first parent until its child has received
+//! `budget` from it in the current window of `period` (the reservation's
+//! grid, from when the join was made, as `res` lays it out from admission),
+//! and its other parents only from then to the window's end, when the child
+//! goes back to its reservation (a CPU held from another parent is handed
+//! back). A child that wakes in the middle of a window keeps at most
+//! `budget * (time left) / period` of it, as `res`'s CBS rule does, so the
+//! join's count matches the reservation's. Without it (the default) an
+//! overrun scheduler could serve the child before its own reservation,
+//! leaving the reservation unused.
+//!
 //! **Limits.** The child runs on one CPU at a time: the CPUs that parents
 //! grant while it runs are handed back, not saved. A parent whose grant was
 //! declined hears from the join again only when the child stops running
@@ -36,8 +51,8 @@
 //! callback except `want_cpus` over all VPs.
 
 use hsched_core::{
-    ChildId, CpuId, Cx, Dispatch, Instant, ParamSpec, Params, ParentVp, PolicyInfo, Reject,
-    Scheduler,
+    ChildId, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params, ParentVp,
+    PolicyInfo, Reject, Scheduler, TimerKey, Value,
 };
 
 /// How many parents a join may have.
@@ -53,7 +68,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
           parent decides instead. Turns the hierarchy into a DAG, typically to \
           give a reserved child the slack of a time-sharing parent. The child \
           gets at least any one parent's guarantee, as a soft guarantee.",
-    params: no_params,
+    params,
     child_params: no_params,
     build,
     max_parents: MAX_PARENTS,
@@ -64,8 +79,63 @@ fn no_params() -> Vec<ParamSpec> {
     Vec::new()
 }
 
-fn build(_params: &Params) -> Result<Box<dyn Scheduler>, String> {
-    Ok(Box::new(Join::new()))
+fn params() -> Vec<ParamSpec> {
+    let any = ParamKind::Duration {
+        min: Duration::ZERO,
+    };
+    vec![
+        ParamSpec::new(
+            "budget",
+            any,
+            "overrun mode: the reservation the first parent gives per `period`; the other parents are asked only once it is used up (0: off)",
+        )
+        .with_default(Value::Duration(Duration::ZERO)),
+        ParamSpec::new(
+            "period",
+            any,
+            "overrun mode: the first parent's reservation period (0: off)",
+        )
+        .with_default(Value::Duration(Duration::ZERO)),
+    ]
+}
+
+fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
+    let (budget, period) = (params.duration("budget"), params.duration("period"));
+    Join::with_overrun(budget, period).map(|j| Box::new(j) as Box<dyn Scheduler>)
+}
+
+/// The one timer: the end of the window in which the budget ran out.
+const WINDOW_TIMER: TimerKey = 0;
+
+/// Overrun mode's state: the first parent's budget, tracked per window.
+#[derive(Clone, Copy, Debug)]
+struct Overrun {
+    budget: Duration,
+    period: Duration,
+    /// The start of the grid (when the join was made).
+    origin: Option<Instant>,
+    /// The end of the current window.
+    window_end: Instant,
+    /// Budget left in the current window.
+    left: Duration,
+}
+
+impl Overrun {
+    /// Moves to the window holding `now`, with a full budget if it is new.
+    fn advance(&mut self, now: Instant) {
+        let origin = *self.origin.get_or_insert(now);
+        if now < self.window_end {
+            return;
+        }
+        let p = self.period.as_nanos();
+        let k = now.saturating_since(origin).as_nanos() / p;
+        self.window_end = origin.saturating_add(Duration(k.saturating_add(1).saturating_mul(p)));
+        self.left = self.budget;
+    }
+
+    fn exhausted(&self) -> bool {
+        self.left.is_zero()
+    }
 }
 
 /// The join scheduler. See the module documentation.
@@ -76,11 +146,61 @@ pub struct Join {
     runnable: bool,
     /// The VP the child runs on.
     running_on: Option<ParentVp>,
+    /// Overrun mode, if on.
+    overrun: Option<Overrun>,
 }
 
 impl Join {
     pub fn new() -> Self {
         Join::default()
+    }
+
+    /// A join in overrun mode (`budget` of the first parent per `period`);
+    /// both zero: a plain join.
+    pub fn with_overrun(budget: Duration, period: Duration) -> Result<Self, String> {
+        if budget.is_zero() && period.is_zero() {
+            return Ok(Join::new());
+        }
+        if budget.is_zero() || period.is_zero() || budget > period {
+            return Err(format!(
+                "`budget` and `period` go together, with 0 < budget <= period (got budget {budget}, period {period})"
+            ));
+        }
+        Ok(Join {
+            overrun: Some(Overrun {
+                budget,
+                period,
+                origin: None,
+                window_end: Instant::ZERO,
+                left: budget,
+            }),
+            ..Join::default()
+        })
+    }
+
+    /// Whether the child may take a CPU from `vp` now: in overrun mode the
+    /// parents after the first only once the budget is used up.
+    fn may_use(&self, vp: ParentVp) -> bool {
+        match &self.overrun {
+            Some(o) if vp != ParentVp(0) => o.exhausted(),
+            _ => true,
+        }
+    }
+
+    /// Asks the parents the child may use now; lets the others go.
+    fn ask(&self, cx: &mut Cx) {
+        if !self.runnable {
+            cx.want_cpus(0);
+            return;
+        }
+        if self.overrun.is_none() || self.may_use(ParentVp(1)) {
+            cx.want_cpus(cx.vp_count());
+            return;
+        }
+        cx.request(ParentVp(0));
+        for v in 1..cx.vp_count() {
+            cx.release(ParentVp(v));
+        }
     }
 
     /// The VP the child runs on, if it runs.
@@ -90,6 +210,18 @@ impl Join {
 
     fn is_our_child(&self, child: ChildId) -> bool {
         self.child == Some(child)
+    }
+
+    /// Overrun mode: the window changes with time; the budget runs out.
+    fn advance(&mut self, cx: &mut Cx) {
+        let now = cx.now();
+        if let Some(o) = &mut self.overrun {
+            let was = o.exhausted();
+            o.advance(now);
+            if was != o.exhausted() {
+                self.ask(cx);
+            }
+        }
     }
 }
 
@@ -112,6 +244,9 @@ impl Scheduler for Join {
         self.child = Some(child);
         self.runnable = false;
         self.running_on = None;
+        if let Some(o) = &mut self.overrun {
+            o.advance(_cx.now());
+        }
         Ok(())
     }
 
@@ -120,7 +255,9 @@ impl Scheduler for Join {
             return;
         }
         let was_runnable = self.runnable;
-        *self = Join::new();
+        self.child = None;
+        self.runnable = false;
+        self.running_on = None;
         if was_runnable {
             cx.want_cpus(0);
         }
@@ -132,7 +269,52 @@ impl Scheduler for Join {
             return;
         }
         self.runnable = true;
-        cx.want_cpus(cx.vp_count());
+        let now = cx.now();
+        if let Some(o) = &mut self.overrun {
+            // As res's CBS rule: at most the budget's share of the rest.
+            o.advance(now);
+            let rest = o.window_end.saturating_since(now).as_nanos();
+            let share = u128::from(o.budget.as_nanos()) * u128::from(rest)
+                / u128::from(o.period.as_nanos());
+            o.left = o.left.min(Duration(share as u64));
+            if o.exhausted() {
+                cx.set_timer(WINDOW_TIMER, o.window_end);
+            }
+        }
+        self.ask(cx);
+    }
+
+    fn init(&mut self, cx: &mut Cx) {
+        if let Some(o) = &mut self.overrun {
+            o.advance(cx.now());
+        }
+    }
+
+    /// Overrun mode: what the first parent gave counts against the budget.
+    fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
+        if !self.is_our_child(child) || self.running_on != Some(ParentVp(0)) {
+            return;
+        }
+        let now = cx.now();
+        let Some(o) = &mut self.overrun else { return };
+        if now > o.window_end {
+            // Ran across a window's end (the parent should not let it):
+            // only the part after the end counts, against the new window.
+            let after = now.saturating_since(o.window_end).min(ran);
+            o.advance(now);
+            o.left = o.left.saturating_sub(after);
+        } else {
+            o.left = o.left.saturating_sub(ran);
+        }
+        if o.exhausted() {
+            cx.set_timer(WINDOW_TIMER, o.window_end);
+            self.ask(cx);
+        }
+    }
+
+    /// The window of an exhausted budget ended: back to the reservation.
+    fn timer(&mut self, cx: &mut Cx, _key: TimerKey) {
+        self.advance(cx);
     }
 
     /// Nothing to run any more: stop asking everywhere. The VP the child ran
@@ -146,12 +328,13 @@ impl Scheduler for Join {
         cx.want_cpus(0);
     }
 
-    fn vp_grant(&mut self, _cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
+    fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         if self.running_on == Some(vp) {
             self.running_on = None; // the decision on this VP ended
         }
+        self.advance(cx);
         match self.child {
-            Some(child) if self.runnable && self.running_on.is_none() => {
+            Some(child) if self.runnable && self.running_on.is_none() && self.may_use(vp) => {
                 self.running_on = Some(vp);
                 // No horizon of our own: the parent that granted bounds it.
                 Dispatch::Run {
@@ -159,7 +342,8 @@ impl Scheduler for Join {
                     until: Instant::NEVER,
                 }
             }
-            // Not runnable, or already running on another parent's CPU: let
+            // Not runnable, already running on another parent's CPU, or (in
+            // overrun mode) an overrun parent while the budget lasts: let
             // this parent give its CPU to someone else.
             _ => Dispatch::Release,
         }
@@ -172,7 +356,7 @@ impl Scheduler for Join {
         if self.running_on == Some(vp) {
             self.running_on = None;
             if self.runnable {
-                cx.want_cpus(cx.vp_count());
+                self.ask(cx);
             }
         }
     }
@@ -184,6 +368,14 @@ impl Scheduler for Join {
         if let Some(vp) = self.running_on {
             if !self.runnable {
                 return Err(format!("the child runs on {vp} but does not want a CPU"));
+            }
+        }
+        if let Some(o) = &self.overrun {
+            if o.left > o.budget {
+                return Err(format!(
+                    "budget left {} above the budget {}",
+                    o.left, o.budget
+                ));
             }
         }
         Ok(())
@@ -254,6 +446,43 @@ mod tests {
         }
         assert_eq!(h.cpu_time(c), Duration::from_millis(2));
         assert_eq!(h.decisions().last().unwrap().dispatch, Dispatch::Release);
+    }
+
+    #[test]
+    fn overrun_mode_asks_the_overrun_parent_only_once_the_budget_is_spent() {
+        let ms = Duration::from_millis;
+        let mut h = Harness::new(
+            Box::new(Join::with_overrun(ms(5), ms(33)).unwrap()),
+            2,
+            Parent::Manual,
+        );
+        let c = h.register(&Params::new()).unwrap();
+        h.wake(c);
+        assert_eq!(h.vp_state(ParentVp(0)), VpState::Requesting);
+        assert_eq!(h.vp_state(ParentVp(1)), VpState::Idle, "budget left");
+        h.grant(ParentVp(0));
+        h.advance(ms(3));
+        h.revoke(ParentVp(0)); // preempted with 2ms left: still not overrunning
+        assert_eq!(h.vp_state(ParentVp(1)), VpState::Idle);
+        h.grant(ParentVp(0));
+        h.advance(ms(2));
+        h.revoke(ParentVp(0)); // the budget is spent
+        assert_eq!(h.vp_state(ParentVp(1)), VpState::Requesting);
+        h.grant(ParentVp(1));
+        assert_eq!(h.running_on(ParentVp(1)), Some(c));
+        // The next window gives the budget back: off the overrun parent.
+        h.advance_to(Instant::ZERO + ms(33));
+        assert_eq!(h.running_on(ParentVp(1)), None);
+        assert_eq!(h.vp_state(ParentVp(1)), VpState::Idle);
+        assert_eq!(h.vp_state(ParentVp(0)), VpState::Requesting);
+    }
+
+    #[test]
+    fn overrun_mode_needs_both_numbers() {
+        let ms = Duration::from_millis;
+        assert!(Join::with_overrun(ms(5), Duration::ZERO).is_err());
+        assert!(Join::with_overrun(ms(40), ms(33)).is_err());
+        assert!(Join::with_overrun(Duration::ZERO, Duration::ZERO).is_ok());
     }
 
     #[test]

@@ -24,6 +24,22 @@
 //!   with deadline `d_{n+1}` and budget `rate * (d_{n+1} - d_n)`.
 //! - nothing: the default reservation, 1ms every 10ms.
 //!
+//! With `amount`/`period`, `overrun = true` makes the child an *overrun
+//! partition* (§5.4, CPU service classes: "an extra CPU reservation that
+//! is statistically multiplexed among unpredictable applications", given
+//! to an overrun scheduler OVR "which schedules threads that have
+//! exhausted their reservation budgets"). Two things change for it, both
+//! because it is only ever asked for the CPU after some thread has spent
+//! its own budget, i.e. late in a window: (1) it keeps the whole of its
+//! window's amount when it wakes late (its budget is refilled at each
+//! window's start, the basic reservation of §4.2, not cut by CBS's wake
+//! rule), and (2) on an EDF tie it goes after the other children, so a
+//! thread's own reservation is used before the shared partition. The
+//! admission test is unchanged; (1) is safe for the others when the
+//! reservations leave at least the partition's amount free in each of its
+//! windows (as in Fig. 4), not in general: a partition that wakes late
+//! with its full amount may delay other children's jobs that end after it.
+//!
 //! **Algorithm.** Each child has at most one current job (release,
 //! deadline, budget). Children with budget left run earliest deadline
 //! first (a `BTreeSet` by deadline; ties go to the lower child id, i.e.
@@ -185,6 +201,12 @@ fn child_params() -> Vec<ParamSpec> {
             "instead of amount/period: a uniformly slower processor of this rate (RESU)",
         )
         .with_default(Value::Str(String::new())),
+        ParamSpec::new(
+            "overrun",
+            ParamKind::Bool,
+            "an overrun partition (HLS 5.4): keeps its window's amount when it wakes late, and goes after the other children on an EDF tie",
+        )
+        .with_default(Value::Bool(false)),
     ]
 }
 
@@ -267,6 +289,9 @@ struct Child {
     state: State,
     /// Its entry in `events`, if any.
     event: Option<Instant>,
+    /// An overrun partition (`overrun = true`): keeps its budget on a late
+    /// wake-up, and goes after the others on an EDF tie.
+    partition: bool,
 }
 
 impl Child {
@@ -279,7 +304,14 @@ impl Child {
             debt: Duration::ZERO,
             state: State::Idle,
             event: None,
+            partition: false,
         }
+    }
+
+    /// Its place in EDF order: by deadline, and on a tie the reservations
+    /// before an overrun partition (the child id breaks what is left).
+    fn rank(&self) -> Rank {
+        (self.deadline, self.partition)
     }
 
     /// The most a job `[release, deadline)` may hold.
@@ -372,6 +404,9 @@ impl Child {
     }
 }
 
+/// EDF rank: a job's deadline, then whether it is an overrun partition.
+type Rank = (Instant, bool);
+
 /// The reservation scheduler. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct Res {
@@ -380,14 +415,14 @@ pub struct Res {
     children: ChildMap<Child>,
     /// Sum of the children's utilizations.
     reserved: Util,
-    /// Ready children by (deadline, id): EDF order.
-    ready: BTreeSet<(Instant, ChildId)>,
+    /// Ready children by (rank, id): EDF order.
+    ready: BTreeSet<(Rank, ChildId)>,
     /// Waiting (ready or throttled) children by the time their job changes.
     events: BTreeSet<(Instant, ChildId)>,
     armed: Option<Instant>,
     /// What runs on each VP, ranked by its job's deadline; since when its
     /// run is not charged yet.
-    running: RunningSlots<Instant, Instant>,
+    running: RunningSlots<Rank, Instant>,
     /// The earliest deadline last told to the parent.
     announced: Option<Instant>,
     /// `multiprocessor = "global"`: admission by the Goossens-Funk-Baruah
@@ -550,7 +585,7 @@ impl Res {
     fn unplace(&mut self, child: ChildId) {
         let c = &self.children[child];
         if c.state == State::Ready {
-            self.ready.remove(&(c.deadline, child));
+            self.ready.remove(&(c.rank(), child));
         }
         self.set_event(child, None);
     }
@@ -563,9 +598,9 @@ impl Res {
         let c = &mut self.children[child];
         c.advance(now);
         let usable = !c.deadline.is_never() && !rate.of(c.budget).is_zero();
-        let deadline = c.deadline;
+        let (deadline, rank) = (c.deadline, c.rank());
         c.state = if usable {
-            self.ready.insert((deadline, child));
+            self.ready.insert((rank, child));
             State::Ready
         } else {
             State::Throttled
@@ -631,7 +666,7 @@ impl Res {
             State::Ready | State::Throttled => self.place(child, cx.now()),
             State::Running(vp) => {
                 self.running.revoke(cx, vp);
-                self.running.rerank(vp, self.children[child].deadline);
+                self.running.rerank(vp, self.children[child].rank());
             }
             State::Idle => {}
         }
@@ -641,7 +676,7 @@ impl Res {
     /// preempt that one (idle held CPUs and re-decisions take waiting
     /// children first).
     fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        let waiting = self.ready.iter().map(|&(d, _)| d);
+        let waiting = self.ready.iter().map(|&(r, _)| r);
         self.running.preempt_if_needed(cx, waiting);
     }
 
@@ -661,11 +696,11 @@ impl Res {
     /// ask for as many CPUs as children can run, re-arm the timer.
     fn sync(&mut self, cx: &mut Cx) {
         if self.announces() {
-            let running = self.running.iter().map(|(_, run)| run.rank()).min();
+            let running = self.running.iter().map(|(_, run)| run.rank().0).min();
             let earliest = self
                 .ready
                 .first()
-                .map(|e| e.0)
+                .map(|e| e.0 .0)
                 .into_iter()
                 .chain(running)
                 .min();
@@ -701,6 +736,12 @@ impl Scheduler for Res {
     /// Admission: the child's utilization must fit beside the others'.
     fn register_vp(&mut self, cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
         let mut kind = Self::kind_from(params).map_err(Reject)?;
+        let partition = params.get("overrun") == Some(&Value::Bool(true));
+        if partition && !matches!(kind, Kind::Reserved { .. }) {
+            return Err(Reject(
+                "`overrun` makes a reservation an overrun partition: it needs `amount` and `period`, not `rate`".into(),
+            ));
+        }
         let what = match &kind {
             Kind::Reserved { amount, period, .. } => format!("RESBH {amount}, {period}"),
             Kind::Usp { rate, .. } => format!("RESU {rate}"),
@@ -715,6 +756,7 @@ impl Scheduler for Res {
         }
         self.reserved = total;
         let mut c = Child::new(kind);
+        c.partition = partition;
         c.deadline = match c.kind {
             Kind::Reserved { .. } => now, // the first `advance` starts window 0
             _ => Instant::NEVER,
@@ -742,7 +784,9 @@ impl Scheduler for Res {
             return;
         }
         c.advance(now);
-        c.budget = c.budget.min(c.share_of_rest(now));
+        if !c.partition {
+            c.budget = c.budget.min(c.share_of_rest(now));
+        }
         self.place(child, now);
         self.preempt_if_needed(cx);
         self.sync(cx);
@@ -763,12 +807,12 @@ impl Scheduler for Res {
         self.stop(vp, now);
         self.process_due(now);
         let decision = match self.ready.pop_first() {
-            Some((deadline, child)) => {
+            Some((rank, child)) => {
                 let c = &mut self.children[child];
-                let until = now.saturating_add(self.rate.of(c.budget)).min(deadline);
+                let until = now.saturating_add(self.rate.of(c.budget)).min(rank.0);
                 c.state = State::Running(vp);
                 self.set_event(child, None);
-                self.running.place(vp, child, deadline, now);
+                self.running.place(vp, child, rank, now);
                 Dispatch::Run { child, until }
             }
             None => Dispatch::Release,
@@ -856,7 +900,7 @@ impl Scheduler for Res {
                 }
                 State::Ready => {
                     ready += 1;
-                    if !self.ready.contains(&(c.deadline, child)) {
+                    if !self.ready.contains(&(c.rank(), child)) {
                         return Err(format!("{child} is ready but not queued"));
                     }
                     if self.rate.of(c.budget).is_zero() {
@@ -898,7 +942,7 @@ impl Scheduler for Res {
                 .children
                 .get(run.child())
                 .ok_or_else(|| format!("{vp} runs {}, which is not registered", run.child()))?;
-            if c.state != State::Running(vp) || c.deadline != run.rank() {
+            if c.state != State::Running(vp) || c.rank() != run.rank() {
                 return Err(format!("{vp} runs {} out of step with it", run.child()));
             }
         }

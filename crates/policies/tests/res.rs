@@ -131,6 +131,63 @@ fn a_child_waking_late_keeps_only_its_share_of_the_rest_of_the_window() {
     assert_eq!(h.horizon(ParentVp(0)), Some(at(15)), "a full window at 10");
 }
 
+fn partition(amount: Duration, period: Duration) -> Params {
+    rsv(amount, period).with("overrun", Value::Bool(true))
+}
+
+#[test]
+fn an_overrun_partition_waking_late_keeps_its_whole_amount() {
+    let mut h = harness(1, Parent::Root);
+    let p = h.register(&partition(ms(5), ms(10))).unwrap();
+    h.advance_to(at(4));
+    h.wake(p);
+    // Woken by an overrun 4ms into the window: the full 5ms, not 5 * 6 / 10.
+    assert_eq!(h.horizon(ParentVp(0)), Some(at(9)));
+    h.advance_to(at(10));
+    assert_eq!(got(h.segments(), p, at(0), at(10)), ms(5));
+}
+
+#[test]
+fn on_an_edf_tie_the_reservations_go_before_the_overrun_partition() {
+    let mut h = harness(1, Parent::Root);
+    // The partition joins first (a lower child id), yet the reservation
+    // with the same deadline runs first.
+    let p = h.register(&partition(ms(3), ms(10))).unwrap();
+    let r = h.register(&rsv(ms(2), ms(10))).unwrap();
+    h.wake(p);
+    h.wake(r);
+    assert_eq!(h.running_on(ParentVp(0)), Some(r));
+    h.advance_to(at(2));
+    assert_eq!(h.running_on(ParentVp(0)), Some(p));
+    // An earlier deadline still wins over the tie rule.
+    let short = h.register(&rsv(ms(1), ms(4))).unwrap();
+    h.wake(short);
+    assert_eq!(h.running_on(ParentVp(0)), Some(short));
+    h.advance_to(at(10));
+    assert_eq!(got(h.segments(), r, at(0), at(10)), ms(2));
+    assert_eq!(got(h.segments(), p, at(0), at(10)), ms(3));
+}
+
+#[test]
+fn plain_reservations_keep_ties_by_child_id() {
+    let mut h = harness(1, Parent::Manual);
+    let first = h.register(&rsv(ms(3), ms(10))).unwrap();
+    let second = h.register(&rsv(ms(2), ms(10))).unwrap();
+    h.wake(second);
+    h.wake(first);
+    h.grant(ParentVp(0));
+    assert_eq!(h.running_on(ParentVp(0)), Some(first));
+}
+
+#[test]
+fn an_overrun_partition_needs_an_amount_and_a_period() {
+    let mut h = harness(1, Parent::Manual);
+    let e = h
+        .register(&rate("0.5").with("overrun", Value::Bool(true)))
+        .unwrap_err();
+    assert!(e.0.contains("overrun"), "{}", e.0);
+}
+
 #[test]
 fn admission_is_exact_and_refusals_name_the_numbers() {
     let mut h = harness(1, Parent::Manual);

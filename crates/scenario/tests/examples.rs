@@ -75,3 +75,20 @@ fn the_real_policies_check_their_parameters_together() {
         "{e}"
     );
 }
+
+#[test]
+fn res_overrun_partition_key_is_a_bool() {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/papers/hls-fig4.toml");
+    let text = std::fs::read_to_string(p).unwrap();
+    assert!(text.contains("overrun = true"));
+    let e = hsched_scenario::parse(
+        &text.replace("overrun = true", "overrun = \"yes\""),
+        "f.toml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("at.overrun") && e.contains("expected bool"),
+        "{e}"
+    );
+}

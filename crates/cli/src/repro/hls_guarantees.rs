@@ -9,15 +9,19 @@ use hsched_analysis::guarantee::{Guarantee, Kind};
 use hsched_analysis::schedule_check::Schedule;
 use hsched_model::{RunResult, SegmentKind};
 
+mod rules;
+
 /// The HLS guarantee entries.
 pub fn entries() -> Vec<Entry> {
-    vec![Entry {
+    let mut all = vec![Entry {
         name: "hls-fig3",
         source: "HLS §5.3, Fig. 3 (the Fig. 1 hierarchy with guarantees added)",
         claim: "top-down, the video player gets RESBH 5, 33; the join passes on RESBS 40, 80, which PS takes as PSBE 0.5, 40 (Th. 4); the word processor and voice recognition get PSBE 0.1, 22 and PSBE 0.4, 58; the simulated schedule meets every label",
         scenarios: &["scenarios/papers/hls-fig3.toml"],
         run: fig3,
-    }]
+    }];
+    all.extend(rules::entries());
+    all
 }
 
 const EXACT: &str = "exact: integer nanoseconds and exact fractions, nothing is measured";
