@@ -1277,14 +1277,14 @@ fn section_4_4() -> Entry {
                     continue;
                 }
                 let rows = [
-                    ("effective start (ms)", ms(eff_start), ms(reply_ns(&got[k], "start")?)),
-                    ("effective deadline (ms)", ms(eff_deadline), ms(reply_ns(&got[k], "deadline")?)),
-                    ("effective estimate (ms)", ms(est.max(held)), ms(reply_ns(&got[k], "estimate")?)),
-                    ("time taken over from O (ms)", ms(held), ms(reply_ns(&got[k], "inherited")?)),
+                    ("effective start (ms)", ms(eff_start), ms(reply_ns(got[k], "start")?)),
+                    ("effective deadline (ms)", ms(eff_deadline), ms(reply_ns(got[k], "deadline")?)),
+                    ("effective estimate (ms)", ms(est.max(held)), ms(reply_ns(got[k], "estimate")?)),
+                    ("time taken over from O (ms)", ms(held), ms(reply_ns(got[k], "inherited")?)),
                     (
                         "effective criticality (1 critical)",
                         f64::from(u8::from(crit || o_crit)),
-                        f64::from(u8::from(reply_field(&got[k], "critical")? == "true")),
+                        f64::from(u8::from(reply_field(got[k], "critical")? == "true")),
                     ),
                 ];
                 for (q, paper, measured) in rows {
@@ -1431,97 +1431,104 @@ fn section_5_1_timing() -> Entry {
         source: "Rialto §3.1, §4.6, §5.1, Figs. 5-1 and 5-2",
         claim: "the scheduling decision is \"bounded by a constant and is independent of the number of threads, activities, and time constraints\"; full graph recalculations cost more than incremental changes (Fig. 5-1); feasibility analysis out of a single free node grows linearly with the constraints already accepted, and on the 58-activity graph of Fig. 5-1 it is \"significantly faster\" (Fig. 5-2)",
         scenarios: &[],
-        run: || {
-            let rounds = 5;
-            let fail = |e: crate::CliError| e.to_string();
-            // Warm-up, then the best of several rounds, side by side.
-            crate::bench::measure_rialto(10, 500).map_err(fail)?;
-            let (mut few, mut many) = (Vec::new(), Vec::new());
-            for _ in 0..rounds {
-                few.push(crate::bench::measure_rialto(10, 2_000).map_err(fail)?);
-                many.push(crate::bench::measure_rialto(1_000, 2_000).map_err(fail)?);
-            }
-            let decision = crate::bench::best(&many) / crate::bench::best(&few);
-            let mut builds = Vec::new();
-            for _ in 0..rounds {
-                builds.push(crate::bench::graph_construction().map_err(fail)?);
-            }
-            let walls: Vec<Vec<f64>> = builds
-                .iter()
-                .map(|b| b.iter().map(|s| s.2).collect())
-                .collect();
-            let walls = crate::bench::best_series(&walls);
-            let mean = |rebuilt: bool| {
-                let v: Vec<f64> = builds[0]
-                    .iter()
-                    .zip(&walls)
-                    .filter(|(s, _)| s.1 == rebuilt)
-                    .map(|(_, w)| *w)
-                    .collect();
-                v.iter().sum::<f64>() / v.len().max(1) as f64
-            };
-            let count = 232;
-            let series = |with: bool| {
-                let runs: Vec<Vec<f64>> = (0..rounds)
-                    .map(|_| crate::bench::feasibility(with, count))
-                    .collect();
-                crate::bench::best_series(&runs)
-            };
-            let free_only = series(false);
-            let on_graph = series(true);
-            // Averages over 10 analyses around each point, to damp noise.
-            let around = |v: &[f64], k: usize| {
-                let lo = k.saturating_sub(5);
-                let hi = (k + 5).min(v.len());
-                v[lo..hi].iter().sum::<f64>() / (hi - lo) as f64
-            };
-            let (a, b, c) = (
-                around(&free_only, 5),
-                around(&free_only, count / 2),
-                around(&free_only, count - 5),
-            );
-            Ok(vec![
-                Check::new(
-                    "decision cost, 1000 threads over 10 threads",
-                    1.0,
-                    decision,
-                    0.5,
-                    "\"independent of the number of threads\": a ratio of 1; hsched's decision is O(log n) (ordered maps), and 100 times the threads also means colder caches, worth up to half again",
-                ),
-                Check::new(
-                    "Fig. 5-1: mean full recalculation over mean incremental change",
-                    1.0,
-                    mean(true) / mean(false),
-                    0.0,
-                    "the paper's figure shows recalculations above incremental changes (no ratio given): a lower bound",
-                )
-                .at_least(),
-                Check::new(
-                    "Fig. 5-2: second-half over first-half growth, no reservations",
-                    1.0,
-                    (c - b) / (b - a),
-                    0.5,
-                    "\"resulting in the linear increase in time\": equal growth over equal numbers of constraints; timer noise on microsecond analyses allows half again either way",
-                ),
-                Check::new(
-                    "Fig. 5-2: no reservations over the Fig. 5-1 graph, at 232 constraints",
-                    1.0,
-                    c / around(&on_graph, count - 5),
-                    0.0,
-                    "\"significantly faster\" on the graph (no ratio given): a lower bound",
-                )
-                .at_least()
-                .differs("hsched's analysis walks every graph interval of the 3s window (about 1,500 base periods of under 2ms on this graph) to take the caller's own intervals first, where Rialto keeps assignment lists per node; measured by the next row: on the graph the cost hardly grows with the constraints already accepted, it is the walk"),
-                Check::new(
-                    "Fig. 5-2 on the graph: the last analyses over the first (diagnosis: a fixed walk gives 1)",
-                    1.0,
-                    around(&on_graph, count - 5) / around(&on_graph, 5),
-                    0.5,
-                    "not a paper number: the cost of walking the same window whatever is assigned, with timer noise half again either way",
-                ),
-            ])
-        },
+        run: || section_5_1_checks(false),
     }
+}
+
+/// The §5.1 timing checks; `quick` (for tests) measures less, once, with
+/// 100 threads instead of 1,000: numbers, not a verdict.
+fn section_5_1_checks(quick: bool) -> Result<Vec<Check>, String> {
+    let (rounds, quanta, threads, count) = if quick {
+        (1, 50, 100, 24)
+    } else {
+        (5, 2_000, 1_000, 232)
+    };
+    let fail = |e: crate::CliError| e.to_string();
+    // Warm-up, then the best of several rounds, side by side.
+    crate::bench::measure_rialto(10, quanta / 4).map_err(fail)?;
+    let (mut few, mut many) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        few.push(crate::bench::measure_rialto(10, quanta).map_err(fail)?);
+        many.push(crate::bench::measure_rialto(threads, quanta).map_err(fail)?);
+    }
+    let decision = crate::bench::best(&many) / crate::bench::best(&few);
+    let mut builds = Vec::new();
+    for _ in 0..rounds {
+        builds.push(crate::bench::graph_construction().map_err(fail)?);
+    }
+    let walls: Vec<Vec<f64>> = builds
+        .iter()
+        .map(|b| b.iter().map(|s| s.2).collect())
+        .collect();
+    let walls = crate::bench::best_series(&walls);
+    let mean = |rebuilt: bool| {
+        let v: Vec<f64> = builds[0]
+            .iter()
+            .zip(&walls)
+            .filter(|(s, _)| s.1 == rebuilt)
+            .map(|(_, w)| *w)
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let series = |with: bool| {
+        let runs: Vec<Vec<f64>> = (0..rounds)
+            .map(|_| crate::bench::feasibility(with, count))
+            .collect();
+        crate::bench::best_series(&runs)
+    };
+    let free_only = series(false);
+    let on_graph = series(true);
+    // Averages over 10 analyses around each point, to damp noise.
+    let around = |v: &[f64], k: usize| {
+        let lo = k.saturating_sub(5);
+        let hi = (k + 5).min(v.len());
+        v[lo..hi].iter().sum::<f64>() / (hi - lo) as f64
+    };
+    let (a, b, c) = (
+        around(&free_only, 5),
+        around(&free_only, count / 2),
+        around(&free_only, count - 5),
+    );
+    Ok(vec![
+        Check::new(
+            format!("decision cost, {threads} threads over 10 threads"),
+            1.0,
+            decision,
+            0.5,
+            "\"independent of the number of threads\": a ratio of 1; hsched's decision is O(log n) (ordered maps), and 100 times the threads also means colder caches, worth up to half again",
+        ),
+        Check::new(
+            "Fig. 5-1: mean full recalculation over mean incremental change",
+            1.0,
+            mean(true) / mean(false),
+            0.0,
+            "the paper's figure shows recalculations above incremental changes (no ratio given): a lower bound",
+        )
+        .at_least(),
+        Check::new(
+            "Fig. 5-2: second-half over first-half growth, no reservations",
+            1.0,
+            (c - b) / (b - a),
+            0.5,
+            "\"resulting in the linear increase in time\": equal growth over equal numbers of constraints; timer noise on microsecond analyses allows half again either way",
+        ),
+        Check::new(
+            format!("Fig. 5-2: no reservations over the Fig. 5-1 graph, at {count} constraints"),
+            1.0,
+            c / around(&on_graph, count - 5),
+            0.0,
+            "\"significantly faster\" on the graph (no ratio given): a lower bound",
+        )
+        .at_least()
+        .differs("hsched's analysis walks every graph interval of the 3s window (about 1,500 base periods of under 2ms on this graph) to take the caller's own intervals first, where Rialto keeps assignment lists per node; measured by the next row: on the graph the cost hardly grows with the constraints already accepted, it is the walk"),
+        Check::new(
+            "Fig. 5-2 on the graph: the last analyses over the first (diagnosis: a fixed walk gives 1)",
+            1.0,
+            around(&on_graph, count - 5) / around(&on_graph, 5),
+            0.5,
+            "not a paper number: the cost of walking the same window whatever is assigned, with timer noise half again either way",
+        ),
+    ])
 }
 
 #[cfg(test)]
@@ -1541,6 +1548,18 @@ mod tests {
         assert_eq!(rule.full(), 7);
         rule.fixed.clear();
         assert_eq!(rule.knee(false), 7);
+    }
+
+    /// The §5.1 timing entry runs (small) and gives numbers; its timed
+    /// verdict is not asserted (the machine's noise decides it).
+    #[test]
+    fn the_timing_checks_run_and_yield_finite_numbers() {
+        let checks = section_5_1_checks(true).unwrap();
+        assert_eq!(checks.len(), 5);
+        for c in &checks {
+            assert!(c.measured.is_finite(), "{}: {}", c.quantity, c.measured);
+            assert!(c.paper.is_finite() && c.tolerance.is_finite());
+        }
     }
 
     /// 10ms/40ms and 2ms/10ms with 20us switches leave 54.75% free, less a
