@@ -533,6 +533,21 @@ fn first_reserve(ops: &[Op]) -> Option<(u64, u64)> {
     }
 }
 
+/// Every thread's first reservation (amount, period, ns) and the root
+/// `rialto`'s switch cost (ns): the inputs the rules below work from.
+fn reservations_and_switch(scn: &Scenario) -> (Vec<(u64, u64)>, u64) {
+    let reservations = scn
+        .threads
+        .iter()
+        .filter_map(|t| first_reserve(&t.program.ops))
+        .collect();
+    let switch = match scn.schedulers[0].params.get("switch_cost") {
+        Some(hsched_core::Value::Duration(d)) => d.as_nanos(),
+        _ => 0,
+    };
+    (reservations, switch)
+}
+
 /// The first message named `name` a program sends, looking into loops.
 fn find_msg<'a>(ops: &'a [Op], name: &str) -> Option<&'a hsched_core::Msg> {
     ops.iter().find_map(|op| match op {
@@ -612,15 +627,7 @@ fn section_5_4() -> Entry {
             // falls is the assignable share of the CPU: P(grant) = that
             // share. One unreserved issuing thread, the others only spin.
             let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
-            let reservations: Vec<(u64, u64)> = scn
-                .threads
-                .iter()
-                .filter_map(|t| first_reserve(&t.program.ops))
-                .collect();
-            let switch = match scn.schedulers[0].params.get("switch_cost") {
-                Some(hsched_core::Value::Duration(d)) => d.as_nanos(),
-                _ => 0,
-            };
+            let (reservations, switch) = reservations_and_switch(&scn);
             let lone = scn
                 .threads
                 .iter()
@@ -920,15 +927,7 @@ fn timesharing_minimum() -> Entry {
             let r = simulate(file)?;
             let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
             // Time run beyond each thread's own reservation: the time shared.
-            let reservations: Vec<(u64, u64)> = scn
-                .threads
-                .iter()
-                .filter_map(|t| first_reserve(&t.program.ops))
-                .collect();
-            let switch = match scn.schedulers[0].params.get("switch_cost") {
-                Some(hsched_core::Value::Duration(d)) => d.as_nanos(),
-                _ => 0,
-            };
+            let (reservations, switch) = reservations_and_switch(&scn);
             let (hyper, free) = free_per_hyperperiod(&reservations, switch);
             let mut shared = 0.0;
             let mut kernel = free as f64 / hyper as f64;
