@@ -570,3 +570,35 @@ fn leaving_ends_the_calls_a_thread_is_in() {
     assert!(e.contains("no server"), "{e}");
     h.assert_work_conserving();
 }
+
+/// §4.3/§4.4 in the reply: a nested constraint reports its effective
+/// criticality and what it took over from the outer one; a critical one of
+/// the same activity reports what it took from a non-critical one.
+#[test]
+fn begin_reply_reports_criticality_inherited_and_stolen_time() {
+    let mut h = Harness::new(rialto(), 1, Parent::Root);
+    let a = h.register(&act("a")).unwrap();
+    let b = h.register(&act("a")).unwrap();
+    // No reservation: one free node; the first takes 60ms of the 100ms.
+    let Reply::Ok(outer) = h.message(Some(a), &begin(ms(60), ms(100))) else {
+        panic!("outer refused");
+    };
+    assert!(!outer.bool("critical"));
+    assert_eq!(outer.duration("stolen"), Duration::ZERO);
+    let inner = begin(ms(10), ms(50)).arg("critical", Value::Bool(true));
+    let Reply::Ok(r) = h.message(Some(a), &inner) else {
+        panic!("nested refused");
+    };
+    assert!(r.bool("critical"));
+    // The outer's pieces before 50ms: all 50ms of them.
+    assert_eq!(r.duration("inherited"), ms(50));
+    assert_eq!(r.duration("estimate"), ms(50));
+    assert!(h.message(Some(a), &Msg::new("end_constraint")).is_ok());
+    // 40ms free by 100ms; a critical 50ms takes 10ms from `a`'s outer.
+    let crit = begin(ms(50), ms(100)).arg("critical", Value::Bool(true));
+    let Reply::Ok(r) = h.message(Some(b), &crit) else {
+        panic!("critical refused");
+    };
+    assert_eq!(r.duration("stolen"), ms(10));
+    assert_eq!(r.duration("inherited"), Duration::ZERO);
+}

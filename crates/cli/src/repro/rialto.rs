@@ -17,6 +17,9 @@ pub fn entries() -> Vec<Entry> {
         fig_5_8(),
         fig_5_1(),
         timesharing_minimum(),
+        section_4_3(),
+        section_4_4(),
+        section_4_5(),
     ]
 }
 
@@ -530,6 +533,21 @@ fn first_reserve(ops: &[Op]) -> Option<(u64, u64)> {
     }
 }
 
+/// Every thread's first reservation (amount, period, ns) and the root
+/// `rialto`'s switch cost (ns): the inputs the rules below work from.
+fn reservations_and_switch(scn: &Scenario) -> (Vec<(u64, u64)>, u64) {
+    let reservations = scn
+        .threads
+        .iter()
+        .filter_map(|t| first_reserve(&t.program.ops))
+        .collect();
+    let switch = match scn.schedulers[0].params.get("switch_cost") {
+        Some(hsched_core::Value::Duration(d)) => d.as_nanos(),
+        _ => 0,
+    };
+    (reservations, switch)
+}
+
 /// The first message named `name` a program sends, looking into loops.
 fn find_msg<'a>(ops: &'a [Op], name: &str) -> Option<&'a hsched_core::Msg> {
     ops.iter().find_map(|op| match op {
@@ -609,15 +627,7 @@ fn section_5_4() -> Entry {
             // falls is the assignable share of the CPU: P(grant) = that
             // share. One unreserved issuing thread, the others only spin.
             let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
-            let reservations: Vec<(u64, u64)> = scn
-                .threads
-                .iter()
-                .filter_map(|t| first_reserve(&t.program.ops))
-                .collect();
-            let switch = match scn.schedulers[0].params.get("switch_cost") {
-                Some(hsched_core::Value::Duration(d)) => d.as_nanos(),
-                _ => 0,
-            };
+            let (reservations, switch) = reservations_and_switch(&scn);
             let lone = scn
                 .threads
                 .iter()
@@ -917,15 +927,7 @@ fn timesharing_minimum() -> Entry {
             let r = simulate(file)?;
             let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
             // Time run beyond each thread's own reservation: the time shared.
-            let reservations: Vec<(u64, u64)> = scn
-                .threads
-                .iter()
-                .filter_map(|t| first_reserve(&t.program.ops))
-                .collect();
-            let switch = match scn.schedulers[0].params.get("switch_cost") {
-                Some(hsched_core::Value::Duration(d)) => d.as_nanos(),
-                _ => 0,
-            };
+            let (reservations, switch) = reservations_and_switch(&scn);
             let (hyper, free) = free_per_hyperperiod(&reservations, switch);
             let mut shared = 0.0;
             let mut kernel = free as f64 / hyper as f64;
@@ -959,6 +961,464 @@ fn timesharing_minimum() -> Entry {
     }
 }
 
+/// Every reply of `thread` to a message `name` (`begin_constraint`,
+/// `end_constraint`), accepted or refused, in the order sent.
+fn replies<'a>(r: &'a RunResult, thread: &str, name: &str) -> Vec<&'a LogEntry> {
+    let prefix = format!("`{thread}` -> ");
+    let call = format!(" {name}");
+    r.log
+        .iter()
+        .filter(|e| {
+            matches!(e.kind, LogKind::Reply | LogKind::Refused)
+                && e.text.starts_with(&prefix)
+                && e.text.contains(&call)
+        })
+        .collect()
+}
+
+/// The value of `key` in an accepted reply (`ok: id=0, start=230ms, ...`).
+fn reply_field<'a>(entry: &'a LogEntry, key: &str) -> Result<&'a str, String> {
+    let text = &entry.text;
+    let body = text
+        .split_once(": ok: ")
+        .map(|(_, b)| b)
+        .ok_or_else(|| format!("`{text}` is not an accepted reply"))?;
+    body.split(", ")
+        .find_map(|part| part.strip_prefix(key).and_then(|v| v.strip_prefix('=')))
+        .map(|v| v.trim_matches('"'))
+        .ok_or_else(|| format!("no `{key}` in `{text}`"))
+}
+
+/// A duration field of an accepted reply, ns.
+fn reply_ns(entry: &LogEntry, key: &str) -> Result<u64, String> {
+    Ok(Duration::parse(reply_field(entry, key)?)?.as_nanos())
+}
+
+/// The `begin_constraint` messages `thread` sends, in program order.
+fn begins<'a>(scn: &'a Scenario, thread: &str) -> Result<Vec<&'a hsched_core::Msg>, String> {
+    fn walk<'a>(ops: &'a [Op], out: &mut Vec<&'a hsched_core::Msg>) {
+        for op in ops {
+            match op {
+                Op::Msg { msg, .. } if msg.name == "begin_constraint" => out.push(msg),
+                Op::Loop { body, .. } | Op::Periodic { body, .. } => walk(body, out),
+                _ => {}
+            }
+        }
+    }
+    let t = scn
+        .threads
+        .iter()
+        .find(|t| t.name == thread)
+        .ok_or_else(|| format!("the scenario has no thread `{thread}`"))?;
+    let mut out = Vec::new();
+    walk(&t.program.ops, &mut out);
+    Ok(out)
+}
+
+/// What a `begin_constraint` asks: (start, estimate, deadline, critical),
+/// ns; `start` is `None` when left to default to the present time.
+fn request(msg: &hsched_core::Msg) -> Result<(Option<u64>, u64, u64, bool), String> {
+    let d = |k: &str| match msg.args.get(k) {
+        Some(hsched_core::Value::Duration(d)) => Ok(Some(d.as_nanos())),
+        None => Ok(None),
+        _ => Err(format!("begin_constraint's `{k}` is not a duration")),
+    };
+    if matches!(
+        msg.args.get("relative"),
+        Some(hsched_core::Value::Bool(true))
+    ) {
+        return Err("the rule is applied to absolute start and deadline".into());
+    }
+    let critical = matches!(
+        msg.args.get("critical"),
+        Some(hsched_core::Value::Bool(true))
+    );
+    Ok((
+        d("start")?,
+        d("estimate")?.ok_or("begin_constraint without an estimate")?,
+        d("deadline")?.ok_or("begin_constraint without a deadline")?,
+        critical,
+    ))
+}
+
+/// Time `name` ran (its run segments, switches apart) in `[a, b)`, ns.
+fn ran_between(r: &RunResult, name: &str, a: u64, b: u64) -> u64 {
+    let t = r
+        .threads
+        .iter()
+        .find(|t| t.name == name)
+        .expect("the thread exists")
+        .id;
+    let trace = r.trace.as_ref().expect("repro runs record the trace");
+    trace
+        .segments
+        .iter()
+        .filter(|s| s.what == SegmentKind::Run(t))
+        .map(|s| {
+            s.end
+                .as_nanos()
+                .min(b)
+                .saturating_sub(s.start.as_nanos().max(a))
+        })
+        .sum()
+}
+
+/// Time a request could be assigned: all of it if accepted, else what the
+/// refusal says it found, ns.
+fn found_or_all(entry: &LogEntry, estimate: u64) -> Result<u64, String> {
+    if entry.kind == LogKind::Reply {
+        Ok(estimate)
+    } else {
+        found(&entry.text)
+    }
+}
+
+/// The same scenario with `thread`'s constraints made non-critical.
+fn without_criticality(file: (&str, &str), thread: &str) -> Result<RunResult, String> {
+    fn clear(ops: &mut [Op]) {
+        for op in ops {
+            match op {
+                Op::Msg { msg, .. } if msg.name == "begin_constraint" => {
+                    msg.args.set("critical", hsched_core::Value::Bool(false));
+                }
+                Op::Loop { body, .. } | Op::Periodic { body, .. } => clear(body),
+                _ => {}
+            }
+        }
+    }
+    simulate_with(file, |scn| {
+        for t in scn.threads.iter_mut().filter(|t| t.name == thread) {
+            clear(&mut t.program.ops);
+        }
+    })
+}
+
+fn activity_of<'a>(scn: &'a Scenario, thread: &str) -> Option<&'a str> {
+    let t = scn.threads.iter().find(|t| t.name == thread)?;
+    match t.params.get("activity") {
+        Some(hsched_core::Value::Str(a)) if !a.is_empty() => Some(a),
+        _ => Some(&t.name),
+    }
+}
+
+fn section_4_3() -> Entry {
+    Entry {
+        name: "rialto-4.3-critical",
+        source: "Rialto §4.3 (and §2.4: criticality)",
+        claim: "a CRITICAL constraint found infeasible is analysed again with the intervals of its own activity's NON-CRITICAL constraints fair game: if that succeeds it is accepted at their expense (\"their guaranteed execution amounts reduced accordingly\"); \"a constraint of one activity can not steal time from constraints of other activities\"",
+        scenarios: &["scenarios/papers/rialto-4.3-critical.toml"],
+        run: || {
+            let file = scenario!("rialto-4.3-critical.toml");
+            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let r = simulate(file)?;
+            let exact = "the paper's rule on the scenario's requests, over a fixed graph: integer arithmetic, no tolerance";
+            let mut checks = Vec::new();
+            // C3 (critical, activity A), against the same run with it
+            // non-critical: the "normal feasibility analysis".
+            let (_, est, deadline, _) = request(begins(&scn, "C3")?[0])?;
+            let c3 = begin_reply(&r, "C3")?;
+            let plain = without_criticality(file, "C3")?;
+            let normal = found_or_all(begin_reply(&plain, "C3")?, est)?;
+            let issued = c3.at.as_nanos();
+            let (start, _, _, _) = request(begins(&scn, "C3")?[0])?;
+            let window = [(start.unwrap_or(issued).max(issued), deadline)];
+            // Time its activity's non-critical constraints, accepted before
+            // it, hold in its window: what the second analysis may take.
+            let activity = activity_of(&scn, "C3");
+            let mut fair_game = 0;
+            let mut victims = Vec::new();
+            for t in scn.threads.iter().filter(|t| t.name != "C3") {
+                if activity_of(&scn, &t.name) != activity {
+                    continue;
+                }
+                for reply in replies(&r, &t.name, "begin_constraint") {
+                    if reply.kind == LogKind::Reply
+                        && reply.at <= c3.at
+                        && reply_field(reply, "critical")? == "false"
+                    {
+                        let pieces = assigned(&reply.text)?;
+                        fair_game += overlap(&pieces, &window);
+                        victims.extend(pieces);
+                    }
+                }
+            }
+            let accepted = normal >= est || normal + fair_game >= est;
+            let stolen = if accepted { est - normal.min(est) } else { 0 };
+            checks.push(Check::new(
+                format!("C3 (critical) accepted (1) or refused (0); normal analysis found {} ms", normal as f64 / 1e6),
+                f64::from(u8::from(accepted)),
+                f64::from(u8::from(c3.kind == LogKind::Reply)),
+                0.0,
+                exact,
+            ));
+            if c3.kind == LogKind::Reply {
+                checks.push(Check::new(
+                    "C3: time taken from its activity's non-critical constraints (ms)",
+                    stolen as f64 / 1e6,
+                    reply_ns(c3, "stolen")? as f64 / 1e6,
+                    0.0,
+                    "the rule: the estimate less what the normal analysis found (a run with C3 non-critical); exact",
+                ));
+                checks.push(Check::new(
+                    "C3: its assignment lying in those constraints' intervals (ms)",
+                    stolen as f64 / 1e6,
+                    overlap(&assigned(&c3.text)?, &victims) as f64 / 1e6,
+                    0.0,
+                    "the stolen time is the non-critical constraints' own assigned intervals (from their replies); exact",
+                ));
+                checks.push(
+                    Check::new(
+                        format!("C3: ran by its deadline (ms; estimate {})", est as f64 / 1e6),
+                        est as f64 / 1e6,
+                        ran_between(&r, "C3", window[0].0, deadline) as f64 / 1e6,
+                        0.0,
+                        "an accepted constraint is guaranteed its estimate by its deadline (§3.3): a lower bound",
+                    )
+                    .at_least(),
+                );
+                let c1 = begin_reply(&r, "C1")?;
+                let (s1, e1, d1, _) = request(begins(&scn, "C1")?[0])?;
+                let from = s1.unwrap_or(c1.at.as_nanos());
+                checks.push(
+                    Check::new(
+                        format!("C1: ran by its deadline (ms; estimate {} less the stolen)", e1 as f64 / 1e6),
+                        (e1 - stolen.min(e1)) as f64 / 1e6,
+                        ran_between(&r, "C1", from, d1) as f64 / 1e6,
+                        0.0,
+                        "\"guaranteed execution amounts reduced accordingly\": what is left is still guaranteed, a lower bound",
+                    )
+                    .at_least(),
+                );
+            }
+            // G: critical, of an activity of its own. The rule: only its own
+            // activity's time is fair game, so it fares as a non-critical
+            // request would (the same run with G non-critical).
+            let (_, est_g, _, _) = request(begins(&scn, "G")?[0])?;
+            let g = begin_reply(&r, "G")?;
+            let plain_g = without_criticality(file, "G")?;
+            let g_plain = begin_reply(&plain_g, "G")?;
+            checks.push(Check::new(
+                "G (critical, another activity) accepted (1) or refused (0)",
+                f64::from(u8::from(g_plain.kind == LogKind::Reply)),
+                f64::from(u8::from(g.kind == LogKind::Reply)),
+                0.0,
+                "\"a constraint of one activity can not steal time from constraints of other activities\": as the same request non-critical; exact",
+            ));
+            checks.push(Check::new(
+                "G: time it could be assigned (ms)",
+                found_or_all(g_plain, est_g)? as f64 / 1e6,
+                found_or_all(g, est_g)? as f64 / 1e6,
+                0.0,
+                "as the same request non-critical: other activities' constraints keep their time; exact",
+            ));
+            Ok(checks)
+        },
+    }
+}
+
+fn section_4_4() -> Entry {
+    Entry {
+        name: "rialto-4.4-nested",
+        source: "Rialto §4.4 (and §2.4: nesting)",
+        claim: "a constraint begun inside another takes effective values: deadline the sooner of the two, start the later of the present time and the new start, estimate the larger of the new estimate and what remains of the current constraint's interval assignments before the new effective deadline (which it may use), CRITICAL if either is; EndConstraint pops it and donates the remaining guaranteed time back to the enclosing constraint",
+        scenarios: &["scenarios/papers/rialto-4.4-nested.toml"],
+        run: || {
+            let file = scenario!("rialto-4.4-nested.toml");
+            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let r = simulate(file)?;
+            let asks = begins(&scn, "N")?;
+            let got = replies(&r, "N", "begin_constraint");
+            let ended = replies(&r, "N", "end_constraint");
+            if asks.len() < 3 || got.len() < 3 || ended.len() < 3 {
+                return Err("N should open O, then nest I and I2 in turn".into());
+            }
+            if got[0].kind != LogKind::Reply {
+                return Err(format!("O was refused: {}", got[0].text));
+            }
+            let exact = "the paper's rule on the requests and O's own assignment (its reply): integer arithmetic on a fixed graph, no tolerance";
+            let ms = |ns: u64| ns as f64 / 1e6;
+            let outer = &got[0];
+            let (_, o_est, _, o_crit) = request(asks[0])?;
+            let o_deadline = reply_ns(outer, "deadline")?;
+            let o_pieces = assigned(&outer.text)?;
+            let mut checks = Vec::new();
+            for (k, label) in [(1, "I"), (2, "I2")] {
+                let (start, est, deadline, crit) = request(asks[k])?;
+                let now = got[k].at.as_nanos();
+                let eff_start = start.unwrap_or(now).max(now);
+                let eff_deadline = deadline.min(o_deadline);
+                // O's intervals from the effective start to the effective
+                // deadline; for I2 those I gave back at its end are O's
+                // again, so O's original assignment is what counts.
+                let held = overlap(&o_pieces, &[(eff_start, eff_deadline)]);
+                if got[k].kind != LogKind::Reply {
+                    // Refused: more than O holds there, and no more to be
+                    // found. The refusal still names the effective estimate.
+                    let needed = got[k]
+                        .text
+                        .split_once(" of ")
+                        .and_then(|(_, rest)| rest.split_whitespace().next())
+                        .ok_or_else(|| format!("no `of Y` in `{}`", got[k].text))?;
+                    checks.push(Check::new(
+                        format!("{label} (refused): effective estimate (ms)"),
+                        ms(est.max(held)),
+                        ms(Duration::parse(needed)?.as_nanos()),
+                        0.0,
+                        exact,
+                    ));
+                    checks.push(Check::new(
+                        format!("{label} (refused): accepted (1) although O's intervals covered it"),
+                        0.0,
+                        f64::from(u8::from(est.max(held) <= held)),
+                        0.0,
+                        "the rule: a nested request within what the outer constraint holds in its window is always feasible",
+                    ));
+                    continue;
+                }
+                let rows = [
+                    ("effective start (ms)", ms(eff_start), ms(reply_ns(got[k], "start")?)),
+                    ("effective deadline (ms)", ms(eff_deadline), ms(reply_ns(got[k], "deadline")?)),
+                    ("effective estimate (ms)", ms(est.max(held)), ms(reply_ns(got[k], "estimate")?)),
+                    ("time taken over from O (ms)", ms(held), ms(reply_ns(got[k], "inherited")?)),
+                    (
+                        "effective criticality (1 critical)",
+                        f64::from(u8::from(crit || o_crit)),
+                        f64::from(u8::from(reply_field(got[k], "critical")? == "true")),
+                    ),
+                ];
+                for (q, paper, measured) in rows {
+                    checks.push(Check::new(format!("{label}: {q}"), paper, measured, 0.0, exact));
+                }
+                // Its end gives O what it holds from then on.
+                let end = ended[k - 1].at.as_nanos();
+                let left = overlap(&assigned(&got[k].text)?, &[(end, u64::MAX)]);
+                checks.push(Check::new(
+                    format!("{label}: time donated back to O at its end (ms)"),
+                    ms(left),
+                    ms(reply_ns(ended[k - 1], "released")?),
+                    0.0,
+                    "the rule: its remaining assigned intervals, from its end on; exact",
+                ));
+            }
+            checks.push(
+                Check::new(
+                    format!("O: N ran by O's deadline (ms; estimate {})", ms(o_est)),
+                    ms(o_est),
+                    ms(ran_between(&r, "N", reply_ns(outer, "start")?, o_deadline)),
+                    0.0,
+                    "O's guarantee survives the nesting (what the nested ones took came back): a lower bound",
+                )
+                .at_least(),
+            );
+            Ok(checks)
+        },
+    }
+}
+
+/// The second-chance scenario's inputs, ns: S's reservation amount, its
+/// job's first run, block and second run, and the machine's switch.
+fn second_chance_inputs(scn: &Scenario) -> Result<(u64, u64, u64, u64, u64), String> {
+    let s = scn
+        .threads
+        .iter()
+        .find(|t| t.name == "S")
+        .ok_or("no thread S")?;
+    let (x, _) = first_reserve(&s.program.ops).ok_or("S reserves nothing")?;
+    let body = s
+        .program
+        .ops
+        .iter()
+        .find_map(|op| match op {
+            Op::Periodic { body, .. } => Some(body),
+            _ => None,
+        })
+        .ok_or("S has no periodic job")?;
+    let fixed = |op: &Op| match op {
+        Op::Run(hsched_model::Dist::Fixed(d)) | Op::Sleep(hsched_model::Dist::Fixed(d)) => {
+            Some(d.as_nanos())
+        }
+        _ => None,
+    };
+    match body.as_slice() {
+        [a @ Op::Run(_), b @ Op::Sleep(_), c @ Op::Run(_)] => Ok((
+            x,
+            fixed(a).ok_or("S's runs must be fixed")?,
+            fixed(b).ok_or("S's block must be fixed")?,
+            fixed(c).ok_or("S's runs must be fixed")?,
+            scn.machine.context_switch.as_nanos(),
+        )),
+        _ => Err("S's job must be run, sleep, run".into()),
+    }
+}
+
+/// Sets S's job to run `r1`, block `s`, run `r2` (ns).
+fn set_job(scn: &mut Scenario, r1: u64, s: u64, r2: u64) {
+    let t = scn.threads.iter_mut().find(|t| t.name == "S").expect("S");
+    for op in t.program.ops.iter_mut() {
+        if let Op::Periodic { body, .. } = op {
+            let fixed = |n| hsched_model::Dist::Fixed(Duration::from_nanos(n));
+            *body = vec![Op::Run(fixed(r1)), Op::Sleep(fixed(s)), Op::Run(fixed(r2))];
+        }
+    }
+}
+
+fn section_4_5() -> Entry {
+    Entry {
+        name: "rialto-4.5-second-chance",
+        source: "Rialto §4.5, compensating for briefly blocked activities",
+        claim: "an activity that blocks during a node reserved for it goes on a \"second chance\" queue with the time it failed to run; if runnable again before its next node, it is scheduled in free time (ahead of the round robin, §4.6 rule 4) \"giving it a second chance to obtain its CPU reservation\"; once it has made up as much time as it missed, it leaves the queue",
+        scenarios: &["scenarios/papers/rialto-4.5-second-chance.toml"],
+        run: || {
+            let file = scenario!("rialto-4.5-second-chance.toml");
+            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let (x, r1, s, r2, sw) = second_chance_inputs(&scn)?;
+            if r1 + sw + r2 > x || r1 >= x {
+                return Err("S's job (with the switch its wake-up costs) must fit its reservation, and it must block inside its node".into());
+            }
+            let ms = |ns: u64| ns as f64 / 1e6;
+            let mut checks = Vec::new();
+            // Blocking inside its node (the scenario), and past its end:
+            // either way S loses nothing, so each job takes its work, its
+            // block and two switches (into its node, and at its wake-up).
+            for (label, block) in [("blocking inside its node", s), ("blocking past its node's end", x)] {
+                let r = simulate_with(file, |scn| set_job(scn, r1, block, r2))?;
+                let id = r.threads.iter().find(|t| t.name == "S").expect("S").id;
+                let end = Instant::ZERO + r.horizon;
+                let jobs: Vec<_> = r.jobs.iter().filter(|j| j.thread == id).collect();
+                let done: Vec<u64> = jobs.iter().filter_map(|j| j.response()).map(|d| d.as_nanos()).collect();
+                let worst = done.iter().copied().max().ok_or("S finished no job")?;
+                checks.push(Check::new(
+                    format!("S's slowest job, {label} {} ms (ms)", ms(block)),
+                    ms(r1 + block + r2 + 2 * sw),
+                    ms(worst),
+                    0.001,
+                    "the rule on the scenario's inputs: work + block + the switch into its node and the one at its wake-up (the made-up time comes at once, ahead of the round robin); exact but for a nanosecond's rounding",
+                ));
+                checks.push(Check::new(
+                    format!("S's missed deadlines, {label} (of {})", jobs.len()),
+                    0.0,
+                    jobs.iter().filter(|j| j.missed(end)).count() as f64,
+                    0.0,
+                    "the reservation covers the job, so with its second chance none is late",
+                ));
+            }
+            // More work than its reservation: it makes up only what it
+            // missed, then waits its round-robin turn behind the spinners.
+            let more = r2 + x;
+            let r = simulate_with(file, |scn| set_job(scn, r1, s, more))?;
+            let window = sw + x + s + sw + Duration::from_millis(5).as_nanos();
+            checks.push(Check::new(
+                format!("S's run time in the first {} ms, with {} ms more work than reserved (ms)", ms(window), ms(r1 + more - x)),
+                ms(x - sw),
+                ms(ran_between(&r, "S", 0, window)),
+                0.001,
+                "the rule: its reservation and no more (made up \"as much time as it missed\"), less the switch at its wake-up, which it pays; then a spinner's 10ms quantum (past the 5ms margin)",
+            ));
+            Ok(checks)
+        },
+    }
+}
+
 /// Timing entries (`hsched repro --timing`).
 pub fn timing_entries() -> Vec<Entry> {
     vec![section_5_1_timing()]
@@ -970,97 +1430,104 @@ fn section_5_1_timing() -> Entry {
         source: "Rialto §3.1, §4.6, §5.1, Figs. 5-1 and 5-2",
         claim: "the scheduling decision is \"bounded by a constant and is independent of the number of threads, activities, and time constraints\"; full graph recalculations cost more than incremental changes (Fig. 5-1); feasibility analysis out of a single free node grows linearly with the constraints already accepted, and on the 58-activity graph of Fig. 5-1 it is \"significantly faster\" (Fig. 5-2)",
         scenarios: &[],
-        run: || {
-            let rounds = 5;
-            let fail = |e: crate::CliError| e.to_string();
-            // Warm-up, then the best of several rounds, side by side.
-            crate::bench::measure_rialto(10, 500).map_err(fail)?;
-            let (mut few, mut many) = (Vec::new(), Vec::new());
-            for _ in 0..rounds {
-                few.push(crate::bench::measure_rialto(10, 2_000).map_err(fail)?);
-                many.push(crate::bench::measure_rialto(1_000, 2_000).map_err(fail)?);
-            }
-            let decision = crate::bench::best(&many) / crate::bench::best(&few);
-            let mut builds = Vec::new();
-            for _ in 0..rounds {
-                builds.push(crate::bench::graph_construction().map_err(fail)?);
-            }
-            let walls: Vec<Vec<f64>> = builds
-                .iter()
-                .map(|b| b.iter().map(|s| s.2).collect())
-                .collect();
-            let walls = crate::bench::best_series(&walls);
-            let mean = |rebuilt: bool| {
-                let v: Vec<f64> = builds[0]
-                    .iter()
-                    .zip(&walls)
-                    .filter(|(s, _)| s.1 == rebuilt)
-                    .map(|(_, w)| *w)
-                    .collect();
-                v.iter().sum::<f64>() / v.len().max(1) as f64
-            };
-            let count = 232;
-            let series = |with: bool| {
-                let runs: Vec<Vec<f64>> = (0..rounds)
-                    .map(|_| crate::bench::feasibility(with, count))
-                    .collect();
-                crate::bench::best_series(&runs)
-            };
-            let free_only = series(false);
-            let on_graph = series(true);
-            // Averages over 10 analyses around each point, to damp noise.
-            let around = |v: &[f64], k: usize| {
-                let lo = k.saturating_sub(5);
-                let hi = (k + 5).min(v.len());
-                v[lo..hi].iter().sum::<f64>() / (hi - lo) as f64
-            };
-            let (a, b, c) = (
-                around(&free_only, 5),
-                around(&free_only, count / 2),
-                around(&free_only, count - 5),
-            );
-            Ok(vec![
-                Check::new(
-                    "decision cost, 1000 threads over 10 threads",
-                    1.0,
-                    decision,
-                    0.5,
-                    "\"independent of the number of threads\": a ratio of 1; hsched's decision is O(log n) (ordered maps), and 100 times the threads also means colder caches, worth up to half again",
-                ),
-                Check::new(
-                    "Fig. 5-1: mean full recalculation over mean incremental change",
-                    1.0,
-                    mean(true) / mean(false),
-                    0.0,
-                    "the paper's figure shows recalculations above incremental changes (no ratio given): a lower bound",
-                )
-                .at_least(),
-                Check::new(
-                    "Fig. 5-2: second-half over first-half growth, no reservations",
-                    1.0,
-                    (c - b) / (b - a),
-                    0.5,
-                    "\"resulting in the linear increase in time\": equal growth over equal numbers of constraints; timer noise on microsecond analyses allows half again either way",
-                ),
-                Check::new(
-                    "Fig. 5-2: no reservations over the Fig. 5-1 graph, at 232 constraints",
-                    1.0,
-                    c / around(&on_graph, count - 5),
-                    0.0,
-                    "\"significantly faster\" on the graph (no ratio given): a lower bound",
-                )
-                .at_least()
-                .differs("hsched's analysis walks every graph interval of the 3s window (about 1,500 base periods of under 2ms on this graph) to take the caller's own intervals first, where Rialto keeps assignment lists per node; measured by the next row: on the graph the cost hardly grows with the constraints already accepted, it is the walk"),
-                Check::new(
-                    "Fig. 5-2 on the graph: the last analyses over the first (diagnosis: a fixed walk gives 1)",
-                    1.0,
-                    around(&on_graph, count - 5) / around(&on_graph, 5),
-                    0.5,
-                    "not a paper number: the cost of walking the same window whatever is assigned, with timer noise half again either way",
-                ),
-            ])
-        },
+        run: || section_5_1_checks(false),
     }
+}
+
+/// The §5.1 timing checks; `quick` (for tests) measures less, once, with
+/// 100 threads instead of 1,000: numbers, not a verdict.
+fn section_5_1_checks(quick: bool) -> Result<Vec<Check>, String> {
+    let (rounds, quanta, threads, count) = if quick {
+        (1, 50, 100, 24)
+    } else {
+        (5, 2_000, 1_000, 232)
+    };
+    let fail = |e: crate::CliError| e.to_string();
+    // Warm-up, then the best of several rounds, side by side.
+    crate::bench::measure_rialto(10, quanta / 4).map_err(fail)?;
+    let (mut few, mut many) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        few.push(crate::bench::measure_rialto(10, quanta).map_err(fail)?);
+        many.push(crate::bench::measure_rialto(threads, quanta).map_err(fail)?);
+    }
+    let decision = crate::bench::best(&many) / crate::bench::best(&few);
+    let mut builds = Vec::new();
+    for _ in 0..rounds {
+        builds.push(crate::bench::graph_construction().map_err(fail)?);
+    }
+    let walls: Vec<Vec<f64>> = builds
+        .iter()
+        .map(|b| b.iter().map(|s| s.2).collect())
+        .collect();
+    let walls = crate::bench::best_series(&walls);
+    let mean = |rebuilt: bool| {
+        let v: Vec<f64> = builds[0]
+            .iter()
+            .zip(&walls)
+            .filter(|(s, _)| s.1 == rebuilt)
+            .map(|(_, w)| *w)
+            .collect();
+        v.iter().sum::<f64>() / v.len().max(1) as f64
+    };
+    let series = |with: bool| {
+        let runs: Vec<Vec<f64>> = (0..rounds)
+            .map(|_| crate::bench::feasibility(with, count))
+            .collect();
+        crate::bench::best_series(&runs)
+    };
+    let free_only = series(false);
+    let on_graph = series(true);
+    // Averages over 10 analyses around each point, to damp noise.
+    let around = |v: &[f64], k: usize| {
+        let lo = k.saturating_sub(5);
+        let hi = (k + 5).min(v.len());
+        v[lo..hi].iter().sum::<f64>() / (hi - lo) as f64
+    };
+    let (a, b, c) = (
+        around(&free_only, 5),
+        around(&free_only, count / 2),
+        around(&free_only, count - 5),
+    );
+    Ok(vec![
+        Check::new(
+            format!("decision cost, {threads} threads over 10 threads"),
+            1.0,
+            decision,
+            0.5,
+            "\"independent of the number of threads\": a ratio of 1; hsched's decision is O(log n) (ordered maps), and 100 times the threads also means colder caches, worth up to half again",
+        ),
+        Check::new(
+            "Fig. 5-1: mean full recalculation over mean incremental change",
+            1.0,
+            mean(true) / mean(false),
+            0.0,
+            "the paper's figure shows recalculations above incremental changes (no ratio given): a lower bound",
+        )
+        .at_least(),
+        Check::new(
+            "Fig. 5-2: second-half over first-half growth, no reservations",
+            1.0,
+            (c - b) / (b - a),
+            0.5,
+            "\"resulting in the linear increase in time\": equal growth over equal numbers of constraints; timer noise on microsecond analyses allows half again either way",
+        ),
+        Check::new(
+            format!("Fig. 5-2: no reservations over the Fig. 5-1 graph, at {count} constraints"),
+            1.0,
+            c / around(&on_graph, count - 5),
+            0.0,
+            "\"significantly faster\" on the graph (no ratio given): a lower bound",
+        )
+        .at_least()
+        .differs("hsched's analysis walks every graph interval of the 3s window (about 1,500 base periods of under 2ms on this graph) to take the caller's own intervals first, where Rialto keeps assignment lists per node; measured by the next row: on the graph the cost hardly grows with the constraints already accepted, it is the walk"),
+        Check::new(
+            "Fig. 5-2 on the graph: the last analyses over the first (diagnosis: a fixed walk gives 1)",
+            1.0,
+            around(&on_graph, count - 5) / around(&on_graph, 5),
+            0.5,
+            "not a paper number: the cost of walking the same window whatever is assigned, with timer noise half again either way",
+        ),
+    ])
 }
 
 #[cfg(test)]
@@ -1080,6 +1547,18 @@ mod tests {
         assert_eq!(rule.full(), 7);
         rule.fixed.clear();
         assert_eq!(rule.knee(false), 7);
+    }
+
+    /// The §5.1 timing entry runs (small) and gives numbers; its timed
+    /// verdict is not asserted (the machine's noise decides it).
+    #[test]
+    fn the_timing_checks_run_and_yield_finite_numbers() {
+        let checks = section_5_1_checks(true).unwrap();
+        assert_eq!(checks.len(), 5);
+        for c in &checks {
+            assert!(c.measured.is_finite(), "{}: {}", c.quantity, c.measured);
+            assert!(c.paper.is_finite() && c.tolerance.is_finite());
+        }
     }
 
     /// 10ms/40ms and 2ms/10ms with 20us switches leave 54.75% free, less a

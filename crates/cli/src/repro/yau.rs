@@ -76,24 +76,6 @@ pub fn entries() -> Vec<Entry> {
     ]
 }
 
-fn check(
-    quantity: impl Into<String>,
-    paper: f64,
-    measured: f64,
-    tolerance: f64,
-    why: &'static str,
-) -> Check {
-    Check {
-        quantity: quantity.into(),
-        paper,
-        measured,
-        tolerance,
-        why,
-        bound: Bound::Within,
-        differs: None,
-    }
-}
-
 fn thread_id(r: &RunResult, name: &str) -> Result<ThreadId, String> {
     r.threads
         .iter()
@@ -161,7 +143,7 @@ fn fig_3() -> Result<Vec<Check>, String> {
     for (name, rate) in groups {
         let v = runs(&r, name)?;
         let p1 = received(&v, SEC, 8 * SEC + SEC / 2) as f64 / (7.5 * SEC as f64);
-        checks.push(check(
+        checks.push(Check::new(
             format!("{name} CPU share, 1-8.5s (all ten)"),
             rate / 0.9,
             p1,
@@ -173,7 +155,7 @@ fn fig_3() -> Result<Vec<Check>, String> {
             continue;
         }
         let p2 = received(&v, 12 * SEC, 20 * SEC) as f64 / (8 * SEC) as f64;
-        checks.push(check(
+        checks.push(Check::new(
             format!("{name} CPU share, 12-20s (0.2 threads exited)"),
             rate / 0.5,
             p2,
@@ -283,7 +265,7 @@ fn fig_4() -> Result<Vec<Check>, String> {
         let v = runs(&r, name)?;
         // A frame is 9ms of CPU; frames done per second over [1s, 10s].
         let frames = received(&v, SEC, 10 * SEC) as f64 / (9 * MS) as f64 / 9.0;
-        checks.push(check(
+        checks.push(Check::new(
             format!("{name} frames/s"),
             30.0,
             frames,
@@ -296,7 +278,7 @@ fn fig_4() -> Result<Vec<Check>, String> {
         let d_max = 10.0 + 60.0 + 10.0 / 0.3;
         let worst = worst_lateness(&v, 33_333_000, 9 * MS, 10 * SEC);
         checks.push(
-            check(
+            Check::new(
                 format!("{name} worst frame completion after its period start (ms)"),
                 d_max,
                 worst as f64 / MS as f64,
@@ -348,14 +330,14 @@ fn fig_5() -> Result<Vec<Check>, String> {
         .count();
     let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len().max(1) as f64 / MS as f64;
     Ok(vec![
-        check(
+        Check::new(
             format!("timer events answered in precedence order (of {n})"),
             1.0,
             in_order as f64 / n.max(1) as f64,
             0.0,
             "the paper's plot shows the order on every event",
         ),
-        check(
+        Check::new(
             "p101 delay relative to p100 (ms)",
             1.0,
             mean(&d[1]) - mean(&d[0]),
@@ -438,7 +420,7 @@ fn fig_6() -> Result<Vec<Check>, String> {
         all path cost and none scheduling: the paper's 250-270us are Solaris' packet and \
         wakeup path, which hsched does not model";
     Ok(vec![
-        check(
+        Check::new(
             "RCSP worst audio delay (ms)",
             0.27,
             max_ms(&dr),
@@ -446,7 +428,7 @@ fn fig_6() -> Result<Vec<Check>, String> {
             "the top of the paper's 250-270us range, ±20us for its plot's resolution",
         )
         .differs(PATH),
-        check(
+        Check::new(
             "RCSP best audio delay (ms)",
             0.25,
             min_ms(&dr),
@@ -454,7 +436,7 @@ fn fig_6() -> Result<Vec<Check>, String> {
             "the bottom of the paper's range, the same resolution",
         )
         .differs(PATH),
-        check(
+        Check::new(
             "RCSP delay with a 100us switch cost, worst, minus that cost (ms)",
             0.0,
             max_ms(&dp) - path as f64 / MS as f64,
@@ -462,14 +444,14 @@ fn fig_6() -> Result<Vec<Check>, String> {
             "the paper's rule, 'it immediately preempts any running compute-bound thread': no \
              scheduling delay beyond the path, exactly (integer ns)",
         ),
-        check(
+        Check::new(
             "RCSP delay with a 100us switch cost, best, minus that cost (ms)",
             0.0,
             min_ms(&dp) - path as f64 / MS as f64,
             0.0,
             "the same, for the earliest answer: the whole spread is the path's",
         ),
-        check(
+        Check::new(
             "FRC mean audio delay / the competitors' work quantum, log10",
             0.0,
             (mean_ms(&df) / hog_quantum).log10(),
@@ -478,7 +460,7 @@ fn fig_6() -> Result<Vec<Check>, String> {
              of magnitude, √10 either way (log10 within ±0.5); the quantum is read from the \
              scenario. RCSP's immediate preemption would put it near -2",
         ),
-        check(
+        Check::new(
             "FRC worst audio delay (ms)",
             wa + hogs.iter().sum::<f64>() + wa / ra,
             max_ms(&df),
@@ -525,7 +507,7 @@ fn fig_10() -> Result<Vec<Check>, String> {
     let x_long = share(&r, "x", 10 * SEC, 40 * SEC)?;
     let y_long = share(&r, "y", 10 * SEC, 40 * SEC)?;
     Ok(vec![
-        check(
+        Check::new(
             "long-term share of x, [10s, 40s]",
             0.1,
             x_long,
@@ -533,14 +515,14 @@ fn fig_10() -> Result<Vec<Check>, String> {
             "1:9 progress is shares 0.1 and 0.9 of the CPU; 0.002 is a 1ms tick's worth of \
              rounding at each of the 60 rescheduling points a second can misplace",
         ),
-        check(
+        Check::new(
             "long-term share of y, [10s, 40s]",
             0.9,
             y_long,
             0.002,
             "the same, for y",
         ),
-        check(
+        Check::new(
             "x's CPU rate in its first 2s (Fig. 10b)",
             0.9,
             share(&r, "x", x_from, x_to)?,
@@ -548,14 +530,14 @@ fn fig_10() -> Result<Vec<Check>, String> {
             "the initial slope r1 of x's curve: x is served by its deadline curve at 0.9; 0.01 \
              allows the tick granularity at the start and end of the window",
         ),
-        check(
+        Check::new(
             "y's CPU rate while x is in its first segment (Fig. 10b)",
             0.1,
             share(&r, "y", x_from, x_to)?,
             0.01,
             "the paper: much lower than its long-term 0.9; what is left once x takes 0.9",
         ),
-        check(
+        Check::new(
             "x: most CPU time behind its service curve from its arrival (ms)",
             0.0,
             worst_shortfall_ms(&r, "x", 0.9, 2 * SEC, 0.1)?,
@@ -565,7 +547,7 @@ fn fig_10() -> Result<Vec<Check>, String> {
              rescheduling point",
         )
         .at_most(),
-        check(
+        Check::new(
             "y: most CPU time behind its service curve from its arrival (ms)",
             0.0,
             worst_shortfall_ms(&r, "y", 0.1, 2 * SEC, 0.9)?,
@@ -608,7 +590,7 @@ fn fig_11() -> Result<Vec<Check>, String> {
     let worst = *responses.iter().max().unwrap_or(&0) as f64 / MS as f64;
     let mean = responses.iter().sum::<u64>() as f64 / responses.len() as f64 / MS as f64;
     Ok(vec![
-        check(
+        Check::new(
             "worst worker response, signal to work done (ms)",
             7.0,
             worst,
@@ -616,7 +598,7 @@ fn fig_11() -> Result<Vec<Check>, String> {
             "the paper's target delay, met by every response in Fig. 11 (an upper bound)",
         )
         .at_most(),
-        check(
+        Check::new(
             "worker responses not completed",
             0.0,
             (released - responses.len()) as f64,
@@ -624,7 +606,7 @@ fn fig_11() -> Result<Vec<Check>, String> {
             "every signal is answered; the last release may fall within 7ms of the horizon",
         )
         .at_most(),
-        check(
+        Check::new(
             "mean worker response (ms)",
             7.0,
             mean,

@@ -25,9 +25,12 @@
 //! - `begin_constraint { start, estimate, deadline, critical, relative }`:
 //!   `start` and `deadline` are instants (time since 0; with `relative =
 //!   true`, from now), `start` defaults to now; replies `Ok { id, start,
-//!   deadline, estimate, assigned }` (`assigned`: the interval assignment,
-//!   e.g. `"244ms-248ms 257ms-258ms"`) or `Err` saying how much could be
-//!   found;
+//!   deadline, estimate, critical, inherited, stolen, assigned }` (the
+//!   effective values, §4.4; `inherited`: time taken over from the
+//!   enclosing constraint when nested; `stolen`: time a critical constraint
+//!   took from its activity's non-critical ones, §4.3; `assigned`: the
+//!   interval assignment, e.g. `"244ms-248ms 257ms-258ms"`) or `Err` saying
+//!   how much could be found;
 //! - `end_constraint`: ends the thread's innermost constraint; replies
 //!   `Ok { taken, released }` (`taken`: the CPU time the thread received
 //!   while the constraint was in effect). A refused (infeasible)

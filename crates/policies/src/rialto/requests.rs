@@ -336,6 +336,9 @@ impl Rialto {
             cx.set_timer(timer_key(id), acc.start);
         }
         self.preempt_if_needed(cx);
+        // What a critical constraint took from its activity's non-critical
+        // ones (§4.3), in all.
+        let stolen = Duration(acc.stolen.iter().map(|(_, d)| d.0).sum());
         // The interval assignment (§3.2), e.g. "244ms-248ms 257ms-258ms":
         // what the feasibility analysis set aside, for people to read.
         let assigned: Vec<String> = self.cpus[v]
@@ -350,6 +353,9 @@ impl Rialto {
             .with("start", Value::Duration(Duration(acc.start.0)))
             .with("deadline", Value::Duration(Duration(acc.deadline.0)))
             .with("estimate", Value::Duration(acc.estimate))
+            .with("critical", Value::Bool(acc.critical))
+            .with("inherited", Value::Duration(acc.inherited))
+            .with("stolen", Value::Duration(stolen))
             .with("assigned", Value::Str(assigned.join(" "))))
     }
 
