@@ -30,15 +30,15 @@
 //! to an overrun scheduler OVR "which schedules threads that have
 //! exhausted their reservation budgets"). Two things change for it, both
 //! because it is only ever asked for the CPU after some thread has spent
-//! its own budget, i.e. late in a window: (1) it keeps the whole of its
-//! window's amount when it wakes late (its budget is refilled at each
-//! window's start, the basic reservation of §4.2, not cut by CBS's wake
-//! rule), and (2) on an EDF tie it goes after the other children, so a
-//! thread's own reservation is used before the shared partition. The
-//! admission test is unchanged; (1) is safe for the others when the
-//! reservations leave at least the partition's amount free in each of its
-//! windows (as in Fig. 4), not in general: a partition that wakes late
-//! with its full amount may delay other children's jobs that end after it.
+//! its own budget, i.e. late in a window: (1) when it wakes late it keeps
+//! its window's amount as far as its own utilization plus its part of the
+//! CPU no child reserved allow over the rest of the window (a plain child
+//! gets only its own utilization of the rest, CBS's wake rule), and (2)
+//! on an EDF tie it goes after the other children, so a thread's own
+//! reservation is used before the shared partition. With (1) the
+//! bandwidths still add up to at most one CPU, so admission stays the sum
+//! of utilizations and every reservation is kept; global mode refuses
+//! partitions (the spare CPU there is not one CPU's).
 //!
 //! **Algorithm.** Each child has at most one current job (release,
 //! deadline, budget). Children with budget left run earliest deadline
@@ -204,7 +204,7 @@ fn child_params() -> Vec<ParamSpec> {
         ParamSpec::new(
             "overrun",
             ParamKind::Bool,
-            "an overrun partition (HLS 5.4): keeps its window's amount when it wakes late, and goes after the other children on an EDF tie",
+            "an overrun partition (HLS 5.4): when it wakes late, keeps its window's amount as far as its utilization plus the unreserved CPU allow, and goes after the other children on an EDF tie",
         )
         .with_default(Value::Bool(false)),
     ]
@@ -340,6 +340,24 @@ impl Child {
         }
     }
 
+    /// [`Child::share_of_rest`] for an overrun partition: its own
+    /// utilization plus `spare` (its part of what no child reserved) of
+    /// the rest of its window. The whole amount when it wakes early enough;
+    /// never more than the bandwidths, its own and the spare, add up to,
+    /// so with the others' it stays within one CPU and EDF keeps every
+    /// reservation (as CBS keeps them).
+    fn partition_share_of_rest(&self, now: Instant, spare: Util) -> Duration {
+        let rest = u128::from(self.deadline.saturating_since(now).as_nanos());
+        self.kind
+            .util()
+            .checked_add(spare)
+            .and_then(|bandwidth| bandwidth.checked_mul_int(rest))
+            .map_or_else(
+                || self.share_of_rest(now),
+                |d| Duration(d.floor().min(u64::MAX as u128) as u64),
+            )
+    }
+
     /// A new job of `full` budget, less what is owed.
     fn start_job(&mut self, release: Instant, deadline: Instant, full: Duration) {
         let paid = self.debt.min(full);
@@ -415,6 +433,9 @@ pub struct Res {
     children: ChildMap<Child>,
     /// Sum of the children's utilizations.
     reserved: Util,
+    /// How many children are overrun partitions (they share the
+    /// unreserved CPU when they wake late).
+    partitions: usize,
     /// Ready children by (rank, id): EDF order.
     ready: BTreeSet<(Rank, ChildId)>,
     /// Waiting (ready or throttled) children by the time their job changes.
@@ -437,6 +458,7 @@ impl Res {
             rate,
             children: ChildMap::new(),
             reserved: Util::ZERO,
+            partitions: 0,
             ready: BTreeSet::new(),
             events: BTreeSet::new(),
             armed: None,
@@ -468,6 +490,15 @@ impl Res {
     /// Whether this instance tells its parent its deadlines (`rate` < 1).
     pub fn announces(&self) -> bool {
         !self.rate.is_one()
+    }
+
+    /// Each overrun partition's part of the CPU no child has reserved.
+    fn spare_per_partition(&self) -> Util {
+        Util::ONE
+            .checked_sub(self.reserved)
+            .map_or(Util::ZERO, |spare| {
+                spare.div_int(self.partitions.max(1) as u128)
+            })
     }
 
     /// Admits a child of utilization `new` (replacing `replacing`'s): the
@@ -735,7 +766,7 @@ impl Scheduler for Res {
 
     /// Admission: the child's utilization must fit beside the others'.
     fn register_vp(&mut self, cx: &mut Cx, child: ChildId, params: &Params) -> Result<(), Reject> {
-        let mut kind = Self::kind_from(params).map_err(Reject)?;
+        let kind = Self::kind_from(params).map_err(Reject)?;
         let partition = params.get("overrun") == Some(&Value::Bool(true));
         if partition && !matches!(kind, Kind::Reserved { .. }) {
             return Err(Reject(
@@ -747,16 +778,22 @@ impl Scheduler for Res {
             Kind::Usp { rate, .. } => format!("RESU {rate}"),
             Kind::Nothing => String::new(),
         };
+        if partition && self.global {
+            return Err(Reject(
+                "an overrun partition needs `multiprocessor` \"one\" or \"partitioned\": under global EDF the spare CPU it borrows when it wakes late is not one CPU's".into(),
+            ));
+        }
         let total = self
             .admit(None, kind.util(), &what, cx.vp_count())
             .map_err(Reject)?;
+        let mut c = Child::new(kind);
+        c.partition = partition;
         let now = cx.now();
-        if let Kind::Reserved { origin, .. } = &mut kind {
+        if let Kind::Reserved { origin, .. } = &mut c.kind {
             *origin = now;
         }
         self.reserved = total;
-        let mut c = Child::new(kind);
-        c.partition = partition;
+        self.partitions += usize::from(c.partition);
         c.deadline = match c.kind {
             Kind::Reserved { .. } => now, // the first `advance` starts window 0
             _ => Instant::NEVER,
@@ -772,21 +809,29 @@ impl Scheduler for Res {
         self.forget_runnable(child);
         let old = self.children[child].kind.util();
         self.reserved = self.reserved.checked_sub(old).unwrap_or(Util::ZERO);
+        self.partitions -= usize::from(self.children[child].partition);
         self.children.remove(child);
         self.sync(cx);
     }
 
-    /// A waking child keeps at most its share of the rest of its job.
+    /// A waking child keeps at most its share of the rest of its job (an
+    /// overrun partition: with its part of the spare CPU added).
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
         let now = cx.now();
+        let spare = match self.children[child].partition {
+            true => self.spare_per_partition(),
+            false => Util::ZERO,
+        };
         let c = &mut self.children[child];
         if c.state != State::Idle {
             return;
         }
         c.advance(now);
-        if !c.partition {
-            c.budget = c.budget.min(c.share_of_rest(now));
-        }
+        let rest = match c.partition {
+            false => c.share_of_rest(now),
+            true => c.partition_share_of_rest(now, spare),
+        };
+        c.budget = c.budget.min(rest);
         self.place(child, now);
         self.preempt_if_needed(cx);
         self.sync(cx);
@@ -936,6 +981,13 @@ impl Scheduler for Res {
         }
         if ready != self.ready.len() || events != self.events.len() {
             return Err("a queue holds entries of children not in it".into());
+        }
+        let partitions = self.children.iter().filter(|(_, c)| c.partition).count();
+        if partitions != self.partitions {
+            return Err(format!(
+                "{} overrun partitions counted, {partitions} among the children",
+                self.partitions
+            ));
         }
         for (vp, run) in self.running.iter() {
             let c = self

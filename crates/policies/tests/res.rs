@@ -168,6 +168,24 @@ fn on_an_edf_tie_the_reservations_go_before_the_overrun_partition() {
     assert_eq!(got(h.segments(), p, at(0), at(10)), ms(3));
 }
 
+/// A partition waking late keeps no more than its own bandwidth plus the
+/// spare CPU allows of the rest of its window: 4ms per 10ms beside 3ms per
+/// 6ms (0.9 reserved) waking at 6ms may use (0.4 + 0.1) · 4ms = 2ms by 10ms,
+/// so the reservation still gets its 3ms in [6, 12). With the whole 4ms it
+/// would run until 10 and leave the reservation 2ms.
+#[test]
+fn a_late_partition_borrows_only_the_spare_cpu() {
+    let mut h = harness(1, Parent::Root);
+    let r = h.register(&rsv(ms(3), ms(6))).unwrap();
+    let p = h.register(&partition(ms(4), ms(10))).unwrap();
+    h.wake(r);
+    h.advance_to(at(6));
+    h.wake(p);
+    h.advance_to(at(12));
+    assert_eq!(got(h.segments(), p, at(6), at(10)), ms(2));
+    assert_eq!(got(h.segments(), r, at(6), at(12)), ms(3));
+}
+
 #[test]
 fn plain_reservations_keep_ties_by_child_id() {
     let mut h = harness(1, Parent::Manual);

@@ -123,6 +123,7 @@ pub struct Util {
 
 impl Util {
     pub const ZERO: Util = Util { num: 0, den: 1 };
+    pub const ONE: Util = Util { num: 1, den: 1 };
 
     fn new(num: u128, den: u128) -> Util {
         let g = gcd(num, den).max(1);
@@ -166,6 +167,19 @@ impl Util {
     /// `self * k`, `None` if it does not fit 128 bits.
     pub fn checked_mul_int(self, k: u128) -> Option<Util> {
         Some(Util::new(self.num.checked_mul(k)?, self.den))
+    }
+
+    /// `self / k` (k > 0), rounded down to what 128 bits hold.
+    pub fn div_int(self, k: u128) -> Util {
+        match self.den.checked_mul(k) {
+            Some(den) => Util::new(self.num, den),
+            None => Util::new(self.num / k, self.den),
+        }
+    }
+
+    /// The whole part, rounded down.
+    pub fn floor(self) -> u128 {
+        self.num / self.den
     }
 
     /// `self <= k`, `None` if `k * den` does not fit 128 bits.
