@@ -194,7 +194,15 @@ fn hsched_policies_names() -> Vec<&'static str> {
 fn repro_all_passes_and_lists() {
     let out = hsched(&["repro", "--list"]);
     assert!(out.status.success());
-    assert!(text(&out.stdout).contains("hls-5.4-join-slack"));
+    let list = text(&out.stdout);
+    assert!(list.contains("hls-5.4-join-slack"));
+    // Every quantitative claim of the five papers has an entry: at least
+    // 50 simulated or analysed ones, beside the timing entries.
+    let simulated = list.lines().take_while(|l| !l.is_empty()).count();
+    assert!(simulated >= 50, "{simulated} entries:\n{list}");
+    let out = hsched(&["repro", "--timing", "--list"]);
+    assert!(out.status.success());
+    assert!(text(&out.stdout).contains("vassal-table1"));
     let out = hsched(&["repro", "--all"]);
     assert!(
         out.status.success(),
@@ -210,4 +218,6 @@ fn repro_all_passes_and_lists() {
             && s.contains("pass")
     );
     assert!(!s.contains("FAIL"));
+    // Known disagreements say so, each with its measured diagnosis.
+    assert!(s.contains("differs") && s.contains("  differs: "));
 }

@@ -243,9 +243,7 @@ fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     let (quantum, overrun) = (params.duration("quantum"), params.bool("overrun"));
     let steal = params.bool("steal");
     if steal && !overrun {
-        return Err(
-            "`steal = true` needs `overrun = true` (slack stealing runs overruns)".into(),
-        );
+        return Err("`steal = true` needs `overrun = true` (slack stealing runs overruns)".into());
     }
     let one = Dbs::new(quantum)?.with_overrun(overrun).with_steal(steal);
     Ok(match mode {
