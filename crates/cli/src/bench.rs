@@ -166,6 +166,82 @@ pub(crate) fn feasibility(with_reservations: bool, count: usize) -> Vec<f64> {
         .collect()
 }
 
+/// Fig. 5-2's cost, counted: for each analysis of [`feasibility`] (same
+/// graph, same requests), the graph intervals its walk visits (`Constraints`
+/// walks the window base period by base period, rebuilding each period's
+/// interval list, first for the activity's own time, then for free time)
+/// and the pieces already in the book that it copies for undo. Read off the
+/// accepted pieces: a walk stops in the interval where the estimate is
+/// found, and walks the whole window when it is not.
+pub(crate) fn feasibility_walks(with_reservations: bool, count: usize) -> Vec<(u64, u64)> {
+    let mut g = paper_graph();
+    if with_reservations {
+        for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
+            let _ = g.reserve(a as u32, Duration::from_micros(400), period);
+        }
+    }
+    let deadline = Instant::ZERO + Duration::from_secs(3);
+    let mut book: Constraints<u32, u32> = Constraints::new(g, Duration::from_secs(4));
+    // Intervals the walk over [0, deadline) visits up to the one ending at
+    // or after `stop` (the whole window without one).
+    let visited = |graph: &Graph<u32>, stop: Option<u64>| -> u64 {
+        let Some(base) = graph.base_period().map(|b| b.0) else {
+            return 1;
+        };
+        let mut n = 0;
+        let mut i = 0;
+        while i * base < deadline.0 {
+            let mut t = i * base;
+            for iv in graph.period(i) {
+                let s = t + iv.switch.0;
+                let e = s + iv.run.0;
+                t = e;
+                if s.min(deadline.0) < e.min(deadline.0) {
+                    n += 1;
+                    if stop.is_some_and(|x| x <= e) {
+                        return n;
+                    }
+                }
+            }
+            i += 1;
+        }
+        n
+    };
+    (0..count)
+        .map(|i| {
+            let copied = book.pieces().len() as u64;
+            let (activity, id) = ((i % 58) as u32, ConstraintId(i as u64));
+            let req = Request {
+                start: Instant::ZERO,
+                estimate: Duration::from_micros(300),
+                deadline,
+                critical: false,
+            };
+            let accepted = book
+                .begin(Instant::ZERO, activity, i as u32, id, req)
+                .is_ok();
+            let mine: Vec<(u64, bool)> = book
+                .pieces()
+                .iter()
+                .filter(|p| p.constraint == id)
+                .map(|p| {
+                    let own = book.run_at(p.start).is_some_and(|r| r.2 == Some(activity));
+                    (p.end.0, own)
+                })
+                .collect();
+            let last_own = mine.iter().filter(|m| m.1).map(|m| m.0).max();
+            let last_free = mine.iter().filter(|m| !m.1).map(|m| m.0).max();
+            let graph = book.graph();
+            let walked = match (accepted, last_free) {
+                (true, None) => visited(graph, last_own),
+                (true, Some(f)) => visited(graph, None) + visited(graph, Some(f)),
+                (false, _) => 2 * visited(graph, None),
+            };
+            (walked, copied)
+        })
+        .collect()
+}
+
 /// Element-wise best of several repetitions of a series.
 pub(crate) fn best_series(runs: &[Vec<f64>]) -> Vec<f64> {
     let n = runs.iter().map(Vec::len).min().unwrap_or(0);
