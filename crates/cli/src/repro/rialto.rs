@@ -827,19 +827,8 @@ fn overlap(a: &[(u64, u64)], b: &[(u64, u64)]) -> u64 {
 /// is piecewise linear in the window's start, so its minimum lies where the
 /// start or the end meets a segment boundary.
 fn least_in_window(r: &RunResult, name: &str, len: Duration, from: Instant) -> u64 {
-    let t = r
-        .threads
-        .iter()
-        .find(|t| t.name == name)
-        .expect("the thread exists")
-        .id;
     let trace = r.trace.as_ref().expect("repro runs record the trace");
-    let runs: Vec<(u64, u64)> = trace
-        .segments
-        .iter()
-        .filter(|s| s.what == SegmentKind::Run(t))
-        .map(|s| (s.start.as_nanos(), s.end.as_nanos()))
-        .collect();
+    let runs = run_segments(r, name);
     let end = r.horizon.as_nanos();
     let (from, len) = (from.as_nanos(), len.as_nanos());
     let received = |a: u64, b: u64| -> u64 {
@@ -1043,6 +1032,14 @@ fn request(msg: &hsched_core::Msg) -> Result<(Option<u64>, u64, u64, bool), Stri
 
 /// Time `name` ran (its run segments, switches apart) in `[a, b)`, ns.
 fn ran_between(r: &RunResult, name: &str, a: u64, b: u64) -> u64 {
+    run_segments(r, name)
+        .iter()
+        .map(|&(s, e)| e.min(b).saturating_sub(s.max(a)))
+        .sum()
+}
+
+/// `name`'s run segments (switches apart) as (start, end), ns.
+fn run_segments(r: &RunResult, name: &str) -> Vec<(u64, u64)> {
     let t = r
         .threads
         .iter()
@@ -1054,13 +1051,8 @@ fn ran_between(r: &RunResult, name: &str, a: u64, b: u64) -> u64 {
         .segments
         .iter()
         .filter(|s| s.what == SegmentKind::Run(t))
-        .map(|s| {
-            s.end
-                .as_nanos()
-                .min(b)
-                .saturating_sub(s.start.as_nanos().max(a))
-        })
-        .sum()
+        .map(|s| (s.start.as_nanos(), s.end.as_nanos()))
+        .collect()
 }
 
 /// Time a request could be assigned: all of it if accepted, else what the
