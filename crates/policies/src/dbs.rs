@@ -112,8 +112,10 @@
 //! long. Without `steal`, an overrun waits for every amount left, even one
 //! with slack to spare. Slack counts one CPU. A steal is decided when a CPU
 //! is granted: slack that grows while an amount runs (a reservation
-//! dropped) is used at the next decision. Decisions, wake-ups and timers cost O(log n) (plus O(vps) when a
-//! preemption is considered).
+//! dropped) is used at the next decision. Decisions, wake-ups and timers
+//! cost O(log n) (plus O(vps) when a preemption is considered; with
+//! `steal`, a decision that may steal sorts the reservations in force to
+//! find their slack, O(n log n)).
 
 use crate::partition::Mode;
 use crate::preempt::{Better, RunningSlots};
