@@ -137,6 +137,19 @@ pub(crate) fn graph_construction() -> Result<Vec<(Duration, bool, f64)>, CliErro
 /// constraints due within 3s, with no reservations (everything from one
 /// free node) or on the Fig. 5-1 graph (58 activities, four threads each).
 pub(crate) fn feasibility(with_reservations: bool, count: usize) -> Vec<f64> {
+    let mut book = fig_5_2_book(with_reservations);
+    (0..count)
+        .map(|i| {
+            let started = WallClock::now();
+            let _ = fig_5_2_begin(&mut book, i);
+            started.elapsed().as_nanos() as f64
+        })
+        .collect()
+}
+
+/// Fig. 5-2's constraint book: no reservations (everything from one free
+/// node), or the Fig. 5-1 graph of 58 activities.
+fn fig_5_2_book(with_reservations: bool) -> Constraints<u32, u32> {
     let mut g = paper_graph();
     if with_reservations {
         for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
@@ -144,27 +157,30 @@ pub(crate) fn feasibility(with_reservations: bool, count: usize) -> Vec<f64> {
             let _ = g.reserve(a as u32, Duration::from_micros(400), period);
         }
     }
-    let mut book: Constraints<u32, u32> = Constraints::new(g, Duration::from_secs(4));
-    (0..count)
-        .map(|i| {
-            let req = Request {
-                start: Instant::ZERO,
-                estimate: Duration::from_micros(300),
-                deadline: Instant::ZERO + Duration::from_secs(3),
-                critical: false,
-            };
-            let started = WallClock::now();
-            let _ = book.begin(
-                Instant::ZERO,
-                (i % 58) as u32,
-                i as u32,
-                ConstraintId(i as u64),
-                req,
-            );
-            started.elapsed().as_nanos() as f64
-        })
-        .collect()
+    Constraints::new(g, Duration::from_secs(4))
 }
+
+/// Fig. 5-2's `i`th analysis: 300us due within 3s, by activity `i % 58`;
+/// whether it was accepted.
+fn fig_5_2_begin(book: &mut Constraints<u32, u32>, i: usize) -> bool {
+    let req = Request {
+        start: Instant::ZERO,
+        estimate: Duration::from_micros(300),
+        deadline: FIG_5_2_DEADLINE,
+        critical: false,
+    };
+    book.begin(
+        Instant::ZERO,
+        (i % 58) as u32,
+        i as u32,
+        ConstraintId(i as u64),
+        req,
+    )
+    .is_ok()
+}
+
+/// When every Fig. 5-2 constraint is due.
+const FIG_5_2_DEADLINE: Instant = Instant(3_000_000_000);
 
 /// Fig. 5-2's cost, counted: for each analysis of [`feasibility`] (same
 /// graph, same requests), the graph intervals its walk visits (`Constraints`
@@ -174,14 +190,8 @@ pub(crate) fn feasibility(with_reservations: bool, count: usize) -> Vec<f64> {
 /// accepted pieces: a walk stops in the interval where the estimate is
 /// found, and walks the whole window when it is not.
 pub(crate) fn feasibility_walks(with_reservations: bool, count: usize) -> Vec<(u64, u64)> {
-    let mut g = paper_graph();
-    if with_reservations {
-        for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
-            let _ = g.reserve(a as u32, Duration::from_micros(400), period);
-        }
-    }
-    let deadline = Instant::ZERO + Duration::from_secs(3);
-    let mut book: Constraints<u32, u32> = Constraints::new(g, Duration::from_secs(4));
+    let deadline = FIG_5_2_DEADLINE;
+    let mut book = fig_5_2_book(with_reservations);
     // Intervals the walk over [0, deadline) visits up to the one ending at
     // or after `stop` (the whole window without one).
     let visited = |graph: &Graph<u32>, stop: Option<u64>| -> u64 {
@@ -211,15 +221,7 @@ pub(crate) fn feasibility_walks(with_reservations: bool, count: usize) -> Vec<(u
         .map(|i| {
             let copied = book.pieces().len() as u64;
             let (activity, id) = ((i % 58) as u32, ConstraintId(i as u64));
-            let req = Request {
-                start: Instant::ZERO,
-                estimate: Duration::from_micros(300),
-                deadline,
-                critical: false,
-            };
-            let accepted = book
-                .begin(Instant::ZERO, activity, i as u32, id, req)
-                .is_ok();
+            let accepted = fig_5_2_begin(&mut book, i);
             let mine: Vec<(u64, bool)> = book
                 .pieces()
                 .iter()

@@ -230,12 +230,7 @@ impl Scheduler for Join {
         "join"
     }
 
-    fn register_vp(
-        &mut self,
-        _cx: &mut Cx,
-        child: ChildId,
-        _params: &Params,
-    ) -> Result<(), Reject> {
+    fn register_vp(&mut self, cx: &mut Cx, child: ChildId, _params: &Params) -> Result<(), Reject> {
         if let Some(existing) = self.child {
             return Err(Reject(format!(
                 "join schedules exactly one child and already has {existing}"
@@ -245,7 +240,7 @@ impl Scheduler for Join {
         self.runnable = false;
         self.running_on = None;
         if let Some(o) = &mut self.overrun {
-            o.advance(_cx.now());
+            o.advance(cx.now());
         }
         Ok(())
     }

@@ -288,16 +288,10 @@ impl World {
             _ => None,
         });
         for (s, (at, spec)) in sources.enumerate() {
-            let signal = spec.signal.as_deref().map(|name| {
-                match self.semaphore_names.iter().position(|n| n == name) {
-                    Some(i) => i,
-                    None => {
-                        self.semaphore_names.push(name.to_string());
-                        self.semaphores.push(SemaphoreState::default());
-                        self.semaphores.len() - 1
-                    }
-                }
-            });
+            let signal = spec
+                .signal
+                .as_deref()
+                .map(|name| self.intern(SyncKind::Semaphore, name));
             for &cpu in &spec.cpus {
                 let mut rng = ChaCha8Rng::seed_from_u64(self.seed);
                 rng.set_stream(IRQ_STREAMS + ((s as u64) << 16) + u64::from(cpu));
@@ -349,15 +343,8 @@ impl World {
     /// A handler returned and signals semaphore `s`: the first thread
     /// waiting on it takes the signal, else the semaphore stays set.
     fn irq_signal(&mut self, disp: &mut Dispatcher, now: Instant, s: usize) {
-        let sem = &mut self.semaphores[s];
-        match sem.waiters.pop_front() {
-            Some(w) => {
-                self.threads[w.index()].signalled = Some(now);
-                self.resume(disp, now, w);
-            }
-            None => {
-                sem.set_at.get_or_insert(now);
-            }
+        if let Some(w) = self.signal(now, s) {
+            self.resume(disp, now, w);
         }
     }
 
@@ -385,28 +372,47 @@ impl World {
     }
 
     fn compile_ops(&mut self, ops: &[hsched_model::Op]) -> Rc<[Instr]> {
-        let mut intern = |kind: SyncKind, name: &str| {
-            let names = match kind {
-                SyncKind::Mutex => &mut self.mutex_names,
-                SyncKind::Semaphore => &mut self.semaphore_names,
-                SyncKind::Barrier => &mut self.barrier_names,
-            };
-            if let Some(i) = names.iter().position(|n| n == name) {
-                return i;
-            }
-            names.push(name.to_string());
-            let i = names.len() - 1;
-            match kind {
-                SyncKind::Mutex => self.mutexes.push(MutexState::new(MutexProtocol::default())),
-                SyncKind::Semaphore => self.semaphores.push(SemaphoreState::default()),
-                SyncKind::Barrier => self.barriers.push(BarrierState {
-                    parties: self.barrier_parties.get(name).copied().unwrap_or(1),
-                    arrived: Vec::new(),
-                }),
-            }
-            i
+        compile(ops, &mut |kind, name| self.intern(kind, name)).into()
+    }
+
+    /// The index of the mutex, semaphore or barrier `name`, made on first
+    /// mention.
+    fn intern(&mut self, kind: SyncKind, name: &str) -> usize {
+        let names = match kind {
+            SyncKind::Mutex => &mut self.mutex_names,
+            SyncKind::Semaphore => &mut self.semaphore_names,
+            SyncKind::Barrier => &mut self.barrier_names,
         };
-        compile(ops, &mut intern).into()
+        if let Some(i) = names.iter().position(|n| n == name) {
+            return i;
+        }
+        names.push(name.to_string());
+        let i = names.len() - 1;
+        match kind {
+            SyncKind::Mutex => self.mutexes.push(MutexState::new(MutexProtocol::default())),
+            SyncKind::Semaphore => self.semaphores.push(SemaphoreState::default()),
+            SyncKind::Barrier => self.barriers.push(BarrierState {
+                parties: self.barrier_parties.get(name).copied().unwrap_or(1),
+                arrived: Vec::new(),
+            }),
+        }
+        i
+    }
+
+    /// Signals semaphore `s` at `now`: the first waiter takes the signal
+    /// (returned, to be resumed), else the semaphore stays set.
+    fn signal(&mut self, now: Instant, s: usize) -> Option<ThreadId> {
+        let sem = &mut self.semaphores[s];
+        match sem.waiters.pop_front() {
+            Some(w) => {
+                self.threads[w.index()].signalled = Some(now);
+                Some(w)
+            }
+            None => {
+                sem.set_at.get_or_insert(now);
+                None
+            }
+        }
     }
 
     /// Takes a signal for `t` waiting on semaphore `s`: the time of the
@@ -1140,15 +1146,8 @@ impl World {
                 }
                 Instr::Signal(s) => {
                     th.cursor.pc += 1;
-                    let sem = &mut self.semaphores[*s];
-                    match sem.waiters.pop_front() {
-                        Some(w) => {
-                            self.threads[w.index()].signalled = Some(now);
-                            self.handed_over.push(w);
-                        }
-                        None => {
-                            sem.set_at.get_or_insert(now);
-                        }
+                    if let Some(w) = self.signal(now, *s) {
+                        self.handed_over.push(w);
                     }
                 }
                 Instr::Wait(s) => {

@@ -3,6 +3,7 @@
 //! configuration examples of §6.
 
 use super::{scenario, share, simulate, simulate_with, Bound, Check, Entry};
+use crate::repro::parse;
 use hsched_core::{Duration, Instant, ThreadId};
 use hsched_model::{Op, RunResult, Scenario, SegmentKind};
 
@@ -518,7 +519,7 @@ fn latencies(r: &RunResult) -> Vec<Check> {
 fn warp_windows() -> Result<Vec<Check>, String> {
     const M: u64 = 4;
     let text = scenario!("bvt-6.1.1-warp.toml");
-    let scn = hsched_scenario::parse(text.1, text.0).map_err(|e| e.to_string())?;
+    let scn = parse(text)?;
     let sched = &scn.schedulers[0];
     let (mcu, c) = (
         sched.params.duration("mcu"),

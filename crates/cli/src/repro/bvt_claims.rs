@@ -10,6 +10,7 @@
 //! number is checked beside it.
 
 use super::{scenario, simulate, simulate_with, Check, Entry};
+use crate::repro::parse;
 use hsched_core::{Duration, Instant};
 use hsched_model::{Dist, JobRecord, Op, RunResult, Scenario, SegmentKind, ThreadResult};
 
@@ -187,7 +188,7 @@ fn table1() -> Entry {
             let r = simulate(file)?;
             let f = frames(&r, &["mpeg"])?;
             let worst = thread(&r, "mpeg")?.wakeup_latencies.iter().max().copied().unwrap_or_default();
-            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let scn = parse(file)?;
             let grep_warp = attach_int(&scn, "grep.0", "warp")?;
             // The control: the player warped no more than grep.
             let plain = simulate_with(file, |s| set_warp(s, "mpeg", grep_warp))?;
@@ -242,7 +243,7 @@ fn table2() -> Entry {
             let f = frames(&r, &["mpeg"])?;
             let int = &thread(&r, "int")?.wakeup_latencies;
             let max = int.iter().max().copied().unwrap_or_default();
-            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let scn = parse(file)?;
             let frame = max_job_run(&scn, "mpeg")?;
             let plain = simulate_with(file, |s| set_warp(s, "mpeg", 0))?;
             let p = frames(&plain, &["mpeg"])?;
@@ -353,10 +354,6 @@ fn bvt_attach(scn: &Scenario, name: &str) -> Result<hsched_core::Params, String>
         .ok_or_else(|| format!("the scenario has no thread `{name}`"))?;
     t.params
         .resolve(&(hsched_policies::bvt::INFO.child_params)())
-}
-
-fn parse(file: (&str, &str)) -> Result<Scenario, String> {
-    hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())
 }
 
 /// `C_i = ceil(C * m_i / mcu)`, the allowance in thread i's virtual units

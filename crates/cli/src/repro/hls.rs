@@ -2,6 +2,7 @@
 //! time-sharing baseline the papers compare against.
 
 use super::{node_share, scenario, share, simulate, Bound, Check, Entry};
+use crate::repro::parse;
 use hsched_core::{Duration, Instant};
 use hsched_model::{RunResult, SegmentKind};
 
@@ -498,7 +499,7 @@ fn fig4_rule(scn: &hsched_model::Scenario) -> Result<Fig4Rule, String> {
 
 fn fig4() -> Result<Vec<Check>, String> {
     let (path, text) = scenario!("hls-fig4.toml");
-    let scn = hsched_scenario::parse(text, path).map_err(|e| e.to_string())?;
+    let scn = parse((path, text))?;
     let rule = fig4_rule(&scn)?;
     let r = &simulate((path, text))?;
     // The cause of the earlier disagreement, measured: the partition as a

@@ -4,6 +4,7 @@
 //! against the labels.
 
 use super::{scenario, simulate, Bound, Check, Entry};
+use crate::repro::parse;
 use hsched_analysis::compose::{analyse, Analysis};
 use hsched_analysis::guarantee::{Guarantee, Kind};
 use hsched_analysis::schedule_check::Schedule;
@@ -218,7 +219,7 @@ fn simulation_checks(r: &RunResult) -> Result<Vec<Check>, String> {
 
 fn fig3() -> Result<Vec<Check>, String> {
     let (path, text) = scenario!("hls-fig3.toml");
-    let scn = hsched_scenario::parse(text, path).map_err(|e| e.to_string())?;
+    let scn = parse((path, text))?;
     let a = analyse(&scn, &crate::rule_book());
     let mut checks = analysis_checks(&a);
     let r = simulate((path, text))?;

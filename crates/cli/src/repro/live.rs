@@ -9,6 +9,7 @@
 //! started at their default policy, or at `SCHED_FIFO`, on the same CPU.
 
 use super::{share, Bound, Check, Entry};
+use crate::repro::parse;
 use hsched_core::Duration;
 use hsched_live::run::LiveOptions;
 use hsched_live::sys::{self, SchedAttr};
@@ -147,7 +148,7 @@ fn run_live_with(
     options: impl FnOnce(&mut LiveOptions),
     edit: impl FnOnce(&mut Scenario),
 ) -> Result<RunResult, String> {
-    let mut scn = hsched_scenario::parse(text, path).map_err(|e| e.to_string())?;
+    let mut scn = parse((path, text))?;
     edit(&mut scn);
     let exe = this_program()?;
     let backend = BACKEND
@@ -287,10 +288,6 @@ fn command_of(scn: &Scenario, name: &str) -> Result<Vec<String>, String> {
         .find(|t| t.name == name || t.name.starts_with(&format!("{name}.")))
         .and_then(|t| t.program.command.clone())
         .ok_or_else(|| format!("the scenario has no command for `{name}`"))
-}
-
-fn parse(file: (&str, &str)) -> Result<Scenario, String> {
-    hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())
 }
 
 // ---- live-sim-shares ----------------------------------------------------

@@ -222,6 +222,11 @@ pub fn node_share(r: &RunResult, node: &str) -> f64 {
     n.received.as_nanos() as f64 / r.horizon.as_nanos() as f64
 }
 
+/// Parses a compiled-in scenario (its path, its text).
+pub fn parse((path, text): (&str, &str)) -> Result<hsched_model::Scenario, String> {
+    hsched_scenario::parse(text, path).map_err(|e| e.to_string())
+}
+
 /// Parses and runs a compiled-in scenario with the full timeline recorded.
 pub fn simulate(scenario: (&str, &str)) -> Result<RunResult, String> {
     simulate_with(scenario, |_| {})
@@ -230,10 +235,11 @@ pub fn simulate(scenario: (&str, &str)) -> Result<RunResult, String> {
 /// Like [`simulate`], after `edit` changes the scenario (a parameter sweep
 /// over one file).
 pub fn simulate_with(
-    (path, text): (&str, &str),
+    file: (&str, &str),
     edit: impl FnOnce(&mut hsched_model::Scenario),
 ) -> Result<RunResult, String> {
-    let mut scn = hsched_scenario::parse(text, path).map_err(|e| e.to_string())?;
+    let path = file.0;
+    let mut scn = parse(file)?;
     edit(&mut scn);
     let opts = SimOptions {
         trace: true,

@@ -1,6 +1,7 @@
 //! Reproductions from the Rialto paper (Jones, Roşu & Roşu, SOSP '97).
 
 use super::{scenario, share, simulate, simulate_with, Bound, Check, Entry};
+use crate::repro::parse;
 use hsched_core::{Duration, Instant};
 use hsched_model::{LogEntry, LogKind, Op, RunResult, Scenario, SegmentKind};
 
@@ -290,7 +291,7 @@ fn fig_5_6() -> Entry {
         scenarios: &["scenarios/papers/rialto-fig5-6.toml"],
         run: || {
             let file = scenario!("rialto-fig5-6.toml");
-            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let scn = parse(file)?;
             let rule = KneeRule::of(&scn)?;
             let knee = rule.knee(false);
             let mut checks = Vec::new();
@@ -626,7 +627,7 @@ fn section_5_4() -> Entry {
             // plus free time, §3.2), which averaged over where the window
             // falls is the assignable share of the CPU: P(grant) = that
             // share. One unreserved issuing thread, the others only spin.
-            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let scn = parse(file)?;
             let (reservations, switch) = reservations_and_switch(&scn);
             let lone = scn
                 .threads
@@ -914,7 +915,7 @@ fn timesharing_minimum() -> Entry {
         run: || {
             let file = scenario!("rialto-15pct.toml");
             let r = simulate(file)?;
-            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let scn = parse(file)?;
             // Time run beyond each thread's own reservation: the time shared.
             let (reservations, switch) = reservations_and_switch(&scn);
             let (hyper, free) = free_per_hyperperiod(&reservations, switch);
@@ -1101,7 +1102,7 @@ fn section_4_3() -> Entry {
         scenarios: &["scenarios/papers/rialto-4.3-critical.toml"],
         run: || {
             let file = scenario!("rialto-4.3-critical.toml");
-            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let scn = parse(file)?;
             let r = simulate(file)?;
             let exact = "the paper's rule on the scenario's requests, over a fixed graph: integer arithmetic, no tolerance";
             let mut checks = Vec::new();
@@ -1216,7 +1217,7 @@ fn section_4_4() -> Entry {
         scenarios: &["scenarios/papers/rialto-4.4-nested.toml"],
         run: || {
             let file = scenario!("rialto-4.4-nested.toml");
-            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let scn = parse(file)?;
             let r = simulate(file)?;
             let asks = begins(&scn, "N")?;
             let got = replies(&r, "N", "begin_constraint");
@@ -1362,7 +1363,7 @@ fn section_4_5() -> Entry {
         scenarios: &["scenarios/papers/rialto-4.5-second-chance.toml"],
         run: || {
             let file = scenario!("rialto-4.5-second-chance.toml");
-            let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+            let scn = parse(file)?;
             let (x, r1, s, r2, sw) = second_chance_inputs(&scn)?;
             if r1 + sw + r2 > x || r1 >= x {
                 return Err("S's job (with the switch its wake-up costs) must fit its reservation, and it must block inside its node".into());
@@ -1541,7 +1542,7 @@ mod tests {
     #[test]
     fn the_knee_rule_gives_five_with_the_kernel_and_seven_without() {
         let file = scenario!("rialto-fig5-6.toml");
-        let scn = hsched_scenario::parse(file.1, file.0).unwrap();
+        let scn = parse(file).unwrap();
         let mut rule = KneeRule::of(&scn).unwrap();
         assert_eq!(rule.fixed, vec![(30 * MS, 300 * MS), (15 * MS, 300 * MS)]);
         assert_eq!(rule.knee(false), 5);

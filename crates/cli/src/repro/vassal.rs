@@ -33,6 +33,7 @@
 //! are changed.
 
 use super::{scenario, simulate, simulate_with, Check, Entry};
+use crate::repro::parse;
 use hsched_model::{Action, Dist, Op, RunResult, Scenario};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -234,8 +235,6 @@ fn without_interrupts(scn: &mut Scenario) {
 }
 
 fn table_2() -> Result<Vec<Check>, String> {
-    let parse =
-        |(path, text): (&str, &str)| hsched_scenario::parse(text, path).map_err(|e| e.to_string());
     let rt_scn = parse(RTWAKE)?;
     let tick_scn = parse(TICK)?;
     let rt = intervals(&simulate(RTWAKE)?)?;
@@ -445,9 +444,8 @@ fn table_1() -> Result<Vec<Check>, String> {
     )
     .differs(
         "measured (the figures in the quantity): a decision crosses the plugin boundary twice, \
-         and each crossing costs several times a whole built-in decision (a release build here: \
-         about 425ns a crossing against a 76ns built-in `rr` decision, 12x), because hsched's \
-         boundary encodes every callback and a snapshot of its context into a message and \
+         and each crossing costs about as much as a whole built-in decision or more, because \
+         hsched's boundary encodes every callback and a snapshot of its context into a message and \
          decodes the answer (plugin-host's adapter), where Vassal calls a driver in the same \
          kernel through a function pointer ('a small number of memory reads', §3) and its \
          19.7us context switch is mostly NT's own path",

@@ -7,6 +7,7 @@
 //! rate (Fig. 11). Trains against RPC (Fig. 15) are in `yau_trains`.
 
 use super::{scenario, simulate, simulate_with, Bound, Check, Entry};
+use crate::repro::parse;
 use hsched_analysis::throughput::{self, Competition};
 use hsched_core::{Instant, Params, ThreadId, Value};
 use hsched_model::{RunResult, SegmentKind};
@@ -176,7 +177,7 @@ fn fig_3() -> Result<Vec<Check>, String> {
 /// quantum at least `min_quantum` (1ms), so `q_j = w_j`.
 fn theorem_1() -> Result<Vec<Check>, String> {
     let file = scenario!("yau-th1.toml");
-    let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+    let scn = parse(file)?;
     let r = simulate(file)?;
     let mut threads = Vec::new();
     for t in &scn.threads {
@@ -380,7 +381,7 @@ fn as_frc(scn: &mut hsched_model::Scenario) {
 
 fn fig_6() -> Result<Vec<Check>, String> {
     let file = scenario!("yau-fig6.toml");
-    let scn = hsched_scenario::parse(file.1, file.0).map_err(|e| e.to_string())?;
+    let scn = parse(file)?;
     let rcsp = simulate(file)?;
     let frc = simulate_with(file, as_frc)?;
     // The RCSP run again with a switch cost on every dispatch: what the

@@ -12,6 +12,7 @@
 //! the greedy is dispatched twice a call.
 
 use super::{scenario, Check, Entry};
+use crate::repro::parse;
 use hsched_model::{RunResult, Scenario};
 use hsched_policies::frc::parse_rate;
 use hsched_sim::{CallOutcome, SimOptions, Simulation};
@@ -264,10 +265,6 @@ fn run_scn(mut scn: Scenario, standalone: bool) -> Result<(RunResult, u64), Stri
         .filter(|c| c.outcome == Some(CallOutcome::Ok))
         .count() as u64;
     Ok((sim.finish(), ok))
-}
-
-fn parse((path, text): (&str, &str)) -> Result<Scenario, String> {
-    hsched_scenario::parse(text, path).map_err(|e| e.to_string())
 }
 
 /// Thread `name`'s FRC rate (a fraction) and work quantum (ms).

@@ -11,6 +11,7 @@
 //! from the analysis crate.
 
 use super::super::{share, simulate, Check, Entry};
+use crate::repro::parse;
 use hsched_analysis::guarantee::{Guarantee, Kind, Limit, Shape};
 use hsched_analysis::rewrite::{basic_supply, implies, strongest, table2, to_reservation};
 use hsched_analysis::rules::notation::{matching, Row};
@@ -398,7 +399,7 @@ fn resu() -> Result<Vec<Check>, String> {
         "scenarios/papers/hls-5.1-resu.toml",
         include_str!("../../../../../scenarios/papers/hls-5.1-resu.toml"),
     );
-    let scn = hsched_scenario::parse(text, path).map_err(|e| e.to_string())?;
+    let scn = parse((path, text))?;
     // The paper's rule on the scenario's inputs: u × x / y.
     let usp = scn.schedulers.iter().find(|s| s.name == "usp");
     let usp = usp.ok_or("the scenario has no `usp`")?;
