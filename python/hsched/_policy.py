@@ -1,0 +1,3 @@
+"""Policies written in Python (filled in by the policy API)."""
+
+__all__ = []

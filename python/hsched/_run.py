@@ -1,0 +1,3 @@
+"""Scenarios, runs and analyses (filled in by the run API)."""
+
+__all__ = []
