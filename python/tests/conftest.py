@@ -27,3 +27,18 @@ def hsched_cli():
         if candidate and pathlib.Path(candidate).is_file():
             return str(candidate)
     pytest.fail("no hsched binary: build it with `cargo build -p hsched` (or set HSCHED_CLI)")
+
+
+def under_ci() -> bool:
+    return os.environ.get("CI") in ("true", "1")
+
+
+def require(requirement: str, why_missing):
+    """Skips the calling test when `why_missing` says what is missing (a
+    truthy string), or fails it under CI=true, where `.ci/run` has installed
+    every requirement (the Rust tests' rule, hsched_testkit::require)."""
+    if not why_missing:
+        return
+    if under_ci():
+        pytest.fail(f"requirement missing under CI: {requirement}: {why_missing} (.ci/run installs it)")
+    pytest.skip(f"{requirement}: {why_missing}")

@@ -13,18 +13,31 @@
 //! line `tests: N passed, N failed, N skipped`. A skipped test reports `ok`
 //! to libtest; it is counted as skipped here, not as passed.
 //!
-//! Exits 0 only when cargo did and nothing failed.
+//! Then it runs the Python package's pytest suite (see [`python`]) in
+//! `target/py-venv`, which `cargo xtask python-env` makes: it builds and
+//! installs the package from `python/` there first, so the suite tests
+//! this checkout, and adds pytest's counts to the line.
+//!
+//! Exits 0 only when cargo and pytest did and nothing failed.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};
 
+mod python;
 mod scx_kernel;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("test") => test(&args[1..]),
+        Some("python-env") => match python::make_env(&workspace_root()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("python-env: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Some("scx-kernel") => match scx_kernel::run(&args[1..]) {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
@@ -34,6 +47,7 @@ fn main() -> ExitCode {
         },
         _ => {
             eprintln!("usage: cargo xtask test [ARGS for cargo test]");
+            eprintln!("       cargo xtask python-env");
             eprintln!("       cargo xtask scx-kernel");
             ExitCode::from(2)
         }
@@ -129,6 +143,56 @@ fn scx_toolchain(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Copies `child`'s standard output to ours line by line, handing each
+/// line to `each`, until the child has exited and its output is closed;
+/// returns whether it succeeded and whether a process it started still
+/// held the output `LEFT_RUNNING_GRACE` after it exited.
+pub(crate) fn pass_through(
+    child: &mut std::process::Child,
+    mut each: impl FnMut(&str),
+) -> (bool, bool) {
+    let stdout = child.stdout.take().expect("piped");
+    // Read on a thread: a process a test left running keeps the pipe open
+    // after the child has exited, and reading to its end would wait for ever.
+    let (lines, from_child) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut out = std::io::stdout().lock();
+    let mut exited: Option<(bool, std::time::Instant)> = None;
+    let mut left_running = false;
+    loop {
+        match from_child.recv_timeout(std::time::Duration::from_millis(200)) {
+            Ok(line) => {
+                each(&line);
+                let _ = writeln!(out, "{line}");
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if exited.is_none() {
+                    if let Ok(Some(status)) = child.try_wait() {
+                        exited = Some((status.success(), std::time::Instant::now()));
+                    }
+                }
+                if exited.is_some_and(|(_, at)| at.elapsed() > LEFT_RUNNING_GRACE) {
+                    left_running = true;
+                    break;
+                }
+            }
+        }
+    }
+    let ok = match exited {
+        Some((ok, _)) => ok,
+        None => child.wait().map(|s| s.success()).unwrap_or(false),
+    };
+    (ok, left_running)
+}
+
 /// How long after cargo exits its output may stay open: past that, a
 /// process the tests started and left running holds it.
 const LEFT_RUNNING_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
@@ -170,46 +234,7 @@ fn test(extra: &[String]) -> ExitCode {
         }
     };
     let mut counts = Counts::default();
-    let stdout = child.stdout.take().expect("piped");
-    // Read on a thread: a process a test left running keeps the pipe open
-    // after cargo has exited, and reading to its end would wait for ever.
-    let (lines, from_cargo) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if lines.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut out = std::io::stdout().lock();
-    let mut exited: Option<(bool, std::time::Instant)> = None;
-    let mut left_running = false;
-    loop {
-        match from_cargo.recv_timeout(std::time::Duration::from_millis(200)) {
-            Ok(line) => {
-                counts.add_line(&line);
-                let _ = writeln!(out, "{line}");
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if exited.is_none() {
-                    if let Ok(Some(status)) = child.try_wait() {
-                        exited = Some((status.success(), std::time::Instant::now()));
-                    }
-                }
-                if exited.is_some_and(|(_, at)| at.elapsed() > LEFT_RUNNING_GRACE) {
-                    left_running = true;
-                    break;
-                }
-            }
-        }
-    }
-    drop(out);
-    let cargo_ok = match exited {
-        Some((ok, _)) => ok,
-        None => child.wait().map(|s| s.success()).unwrap_or(false),
-    };
+    let (cargo_ok, left_running) = pass_through(&mut child, |line| counts.add_line(line));
     if left_running {
         eprintln!(
             "cargo test has ended, but a process the tests started is still running \
@@ -218,17 +243,25 @@ fn test(extra: &[String]) -> ExitCode {
         counts.failed += 1;
     }
 
+    // The Python suite runs even after a Rust failure: its verdicts are its own.
+    let py = python::test(&root, &target);
+    counts.passed += py.passed;
+    counts.failed += py.failed;
+
     let skips = std::fs::read_to_string(&skip_log).unwrap_or_default();
     let skipped: Vec<&str> = skips.lines().filter(|l| !l.is_empty()).collect();
     let scx_skipped = scx.as_ref().err().filter(|_| !hsched_testkit::under_ci());
     println!();
-    if !skipped.is_empty() || scx_skipped.is_some() {
+    if !skipped.is_empty() || scx_skipped.is_some() || !py.skipped.is_empty() {
         println!("skipped, a requirement missing (CI=true makes each a failure):");
         for line in &skipped {
             let (test, why) = line.split_once('\t').unwrap_or((line, ""));
             println!("  {test}: {why}");
         }
         if let Some(line) = scx_skipped {
+            println!("  {line}");
+        }
+        for line in &py.skipped {
             println!("  {line}");
         }
     }
@@ -250,12 +283,15 @@ fn test(extra: &[String]) -> ExitCode {
     }
     // A skipped test returned early and libtest counted it as passed.
     let passed = counts.passed.saturating_sub(skipped.len() as u64);
-    let skipped = skipped.len() as u64 + counts.ignored + u64::from(scx_skipped.is_some());
+    let skipped = skipped.len() as u64
+        + counts.ignored
+        + u64::from(scx_skipped.is_some())
+        + py.skipped.len() as u64;
     println!(
         "tests: {passed} passed, {} failed, {skipped} skipped",
         counts.failed
     );
-    if cargo_ok && counts.failed == 0 {
+    if cargo_ok && py.ran_clean && counts.failed == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
