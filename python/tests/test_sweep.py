@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 import hsched
+from conftest import require
 
 SPECS = ["acceptance-fp", "desktop-media"]
 
@@ -96,7 +97,10 @@ def test_spec_text_equals_spec_file(repo, cli_files):
 
 @pytest.fixture(scope="module")
 def dask_client():
-    distributed = pytest.importorskip("distributed")
+    try:
+        import distributed
+    except ImportError as missing:
+        require("dask.distributed (cargo xtask python-env installs it)", str(missing))
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                   dashboard_address=None) as cluster:
         with distributed.Client(cluster) as client:
@@ -136,7 +140,7 @@ def test_ray_equals_cli(repo, cli_files, tmp_path):
     try:
         import ray
     except ImportError as missing:
-        pytest.skip(f"ray is not installed here ({missing}); the executor path is the generic one")
+        require("ray (cargo xtask python-env installs it)", str(missing))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     try:
         out = tmp_path / "sweep.csv"
