@@ -39,7 +39,6 @@ pub fn registry() -> Vec<PolicyInfo> {
 }
 
 /// The HLS Table 1 row each registered Python policy declares, if any.
-#[allow(dead_code)] // until the run API's `check` calls it
 pub fn hls_rules() -> Vec<(&'static str, String)> {
     slots::hls_rules()
 }
@@ -205,8 +204,27 @@ fn _conformance(name: &str) -> PyResult<()> {
             .map(|s| s.to_string())
             .or_else(|| panic.downcast_ref::<String>().cloned())
             .unwrap_or_else(|| "the conformance suite failed".into());
-        PyAssertionError::new_err(text)
+        PyAssertionError::new_err(tagged(&text))
     })
+}
+
+/// A conformance failure as the check's tagged message: without the
+/// `assertion ... failed: ` prefix `assert_eq!` puts first, and without its
+/// `left`/`right` dumps when they are whole timelines.
+fn tagged(text: &str) -> String {
+    let text = match text.find("failed: [C") {
+        Some(at) if text.starts_with("assertion") => &text[at + "failed: ".len()..],
+        _ => text,
+    };
+    const LONGEST: usize = 4000;
+    match text.find("\n  left: ") {
+        Some(at) if text.len() > LONGEST => format!(
+            "{} (the compared values, {} characters, are left out)",
+            &text[..at],
+            text.len() - at
+        ),
+        _ => text.to_string(),
+    }
 }
 
 /// Test helper until `hsched.simulate` lands: parses `toml` with the
@@ -241,6 +259,12 @@ fn _simulate_json(
     result.map_err(PyRuntimeError::new_err)
 }
 
+/// `hls_rules()`, for the tests.
+#[pyfunction]
+fn _hls_rules() -> Vec<(&'static str, String)> {
+    hls_rules()
+}
+
 /// How many callbacks this process has made into Python policies.
 #[pyfunction]
 fn _python_callbacks() -> u64 {
@@ -262,6 +286,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_conformance, m)?)?;
     m.add_function(wrap_pyfunction!(_simulate_json, m)?)?;
     m.add_function(wrap_pyfunction!(_python_callbacks, m)?)?;
+    m.add_function(wrap_pyfunction!(_hls_rules, m)?)?;
     bench::register(m)?;
     Ok(())
 }
