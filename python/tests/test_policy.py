@@ -438,3 +438,24 @@ def test_the_example_edf_schedules_the_simso_task_set_job_for_job_as_the_builtin
     assert (py_jobs, py_misses) == (jobs, misses)
     assert python == builtin
     assert callbacks > 2 * jobs  # a request, a grant and a release per job at least
+
+
+def test_the_example_edf_agrees_with_simso_on_the_same_task_set(repo, tmp_path):
+    # SimSo 0.8.5 as the repository's CI installs it (.ci/run).
+    site = repo / "target" / "simso-py"
+    if not (site / "simso").is_dir():
+        pytest.skip("SimSo is not installed in target/simso-py (pip install --target target/simso-py simso==0.8.5)")
+    simso = _hsched._bench_simso(str(site), str(tmp_path), 2_000)
+    jobs, _, _, _, python = _hsched._bench_run(0, 2_000, "py-edf")
+    assert simso[0][0] >= jobs > 500
+    assert simso[0][2] == python
+
+
+def test_the_bench_prints_both_policies_side_by_side(capsys):
+    from hsched import bench
+
+    assert bench.main(["--quick", "--rounds", "1", "--no-simso"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.strip().startswith("edf-u900-s1"))
+    assert row.split()[-1] == "same"  # the 90% set: the same outcomes under both
+    assert "py-edf jobs/s" in out and "edf/py" in out

@@ -23,6 +23,7 @@ use hsched_core::{
 };
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::Interned;
 use pyo3::types::{PyDict, PyInt, PyTuple};
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -135,6 +136,31 @@ pub fn traceback_text(py: Python<'_>, err: &PyErr) -> String {
     }
 }
 
+/// A callback's name, and the same as a Python string made once.
+struct Callback {
+    name: &'static str,
+    interned: Interned,
+}
+
+macro_rules! callbacks {
+    ($($id:ident = $name:literal),* $(,)?) => {
+        $(static $id: Callback = Callback { name: $name, interned: Interned::new($name) };)*
+    };
+}
+
+callbacks!(
+    INIT = "init",
+    DEINIT = "deinit",
+    UNREGISTER_VP = "unregister_vp",
+    VP_REQUEST = "vp_request",
+    VP_RELEASE = "vp_release",
+    VP_GRANT = "vp_grant",
+    VP_REVOKE = "vp_revoke",
+    CHARGE = "charge",
+    TIMER = "timer",
+    SYNC = "sync",
+);
+
 /// One instance of a Python policy.
 pub struct PyScheduler {
     name: &'static str,
@@ -158,17 +184,18 @@ impl PyScheduler {
     fn invoke<R>(
         &mut self,
         cx: &mut Cx,
-        method: &'static str,
+        callback: &'static Callback,
         args: impl for<'py> FnOnce(Python<'py>, Bound<'py, PyCx>) -> PyResult<Bound<'py, PyTuple>>,
         read: impl for<'py> FnOnce(Python<'py>, Bound<'py, PyAny>) -> Result<R, String>,
     ) -> R {
         CALLS.fetch_add(1, Ordering::Relaxed);
+        let method = callback.name;
         let outcome = Python::attach(|py| {
             let pycx = Bound::new(py, PyCx::of(cx, method)).map_err(|e| traceback_text(py, &e))?;
             let called = args(py, pycx.clone()).and_then(|a| {
                 self.instance
                     .bind(py)
-                    .call_method1(pyo3::types::PyString::intern(py, method), a)
+                    .call_method1(callback.interned.get(py), a)
             });
             // Whatever happened, the Cx is dead from here on.
             let effects = pycx.borrow_mut().close();
@@ -197,10 +224,10 @@ impl PyScheduler {
     fn notify(
         &mut self,
         cx: &mut Cx,
-        method: &'static str,
+        callback: &'static Callback,
         args: impl for<'py> FnOnce(Python<'py>, Bound<'py, PyCx>) -> PyResult<Bound<'py, PyTuple>>,
     ) {
-        self.invoke(cx, method, args, |_, _| Ok(()))
+        self.invoke(cx, callback, args, |_, _| Ok(()))
     }
 }
 
@@ -236,13 +263,13 @@ impl Scheduler for PyScheduler {
 
     fn init(&mut self, cx: &mut Cx) {
         if self.overrides.has("init") {
-            self.notify(cx, "init", |py, c| tuple(py, [c.into_any()]));
+            self.notify(cx, &INIT, |py, c| tuple(py, [c.into_any()]));
         }
     }
 
     fn deinit(&mut self, cx: &mut Cx) {
         if self.overrides.has("deinit") {
-            self.notify(cx, "deinit", |py, c| tuple(py, [c.into_any()]));
+            self.notify(cx, &DEINIT, |py, c| tuple(py, [c.into_any()]));
         }
     }
 
@@ -287,19 +314,19 @@ impl Scheduler for PyScheduler {
     }
 
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        self.notify(cx, "unregister_vp", |py, c| {
+        self.notify(cx, &UNREGISTER_VP, |py, c| {
             tuple(py, [c.into_any(), int(py, child.0.into())])
         });
     }
 
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        self.notify(cx, "vp_request", |py, c| {
+        self.notify(cx, &VP_REQUEST, |py, c| {
             tuple(py, [c.into_any(), int(py, child.0.into())])
         });
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        self.notify(cx, "vp_release", |py, c| {
+        self.notify(cx, &VP_RELEASE, |py, c| {
             tuple(py, [c.into_any(), int(py, child.0.into())])
         });
     }
@@ -307,7 +334,7 @@ impl Scheduler for PyScheduler {
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) -> CoreDispatch {
         self.invoke(
             cx,
-            "vp_grant",
+            &VP_GRANT,
             |py, c| {
                 tuple(
                     py,
@@ -327,7 +354,7 @@ impl Scheduler for PyScheduler {
 
     fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, cpu: CpuId) {
         if self.overrides.has("vp_revoke") {
-            self.notify(cx, "vp_revoke", |py, c| {
+            self.notify(cx, &VP_REVOKE, |py, c| {
                 tuple(
                     py,
                     [c.into_any(), int(py, vp.0.into()), int(py, cpu.0.into())],
@@ -338,7 +365,7 @@ impl Scheduler for PyScheduler {
 
     fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
         if self.overrides.has("charge") {
-            self.notify(cx, "charge", |py, c| {
+            self.notify(cx, &CHARGE, |py, c| {
                 tuple(
                     py,
                     [
@@ -353,7 +380,7 @@ impl Scheduler for PyScheduler {
 
     fn timer(&mut self, cx: &mut Cx, key: TimerKey) {
         if self.overrides.has("timer") {
-            self.notify(cx, "timer", |py, c| tuple(py, [c.into_any(), int(py, key)]));
+            self.notify(cx, &TIMER, |py, c| tuple(py, [c.into_any(), int(py, key)]));
         }
     }
 
@@ -395,7 +422,7 @@ impl Scheduler for PyScheduler {
 
     fn sync(&mut self, cx: &mut Cx, event: &SyncEvent<ChildId>) {
         if self.overrides.has("sync") {
-            self.notify(cx, "sync", |py, c| {
+            self.notify(cx, &SYNC, |py, c| {
                 tuple(
                     py,
                     [c.into_any(), objects::sync_to_py(py, event)?.into_any()],
