@@ -459,3 +459,45 @@ def test_the_bench_prints_both_policies_side_by_side(capsys):
     row = next(line for line in out.splitlines() if line.strip().startswith("edf-u900-s1"))
     assert row.split()[-1] == "same"  # the 90% set: the same outcomes under both
     assert "py-edf jobs/s" in out and "edf/py" in out
+
+
+def test_msg_parent_reaches_the_parent_and_sync_events_arrive():
+    heard, events = [], []
+
+    class Parent(Edf):
+        name = "py-parent"
+
+        def msg(self, cx, sender, msg):
+            heard.append((sender.thread, sender.child, msg.name, dict(msg.args)))
+            return None
+
+    class Child(RoundRobin):
+        name = "py-child"
+
+        def vp_request(self, cx, child):
+            super().vp_request(cx, child)
+            cx.msg_parent(0, "hello", {"n": 3, "flag": True, "who": "child"})
+
+        def sync(self, cx, event):
+            events.append(dict(event))
+
+    hsched.register(Parent)
+    hsched.register(Child)
+    toml = HIERARCHY.format(policy="py-parent") + """
+[[scheduler]]
+name = "c"
+policy = "py-child"
+parent = "p"
+
+[[thread]]
+name = "locker"
+count = 2
+parent = "c"
+program = [ { lock = "m" }, { run = "3ms" }, { unlock = "m" } ]
+"""
+    m = simulate(toml, check_invariants=True)
+    assert not [e for e in m["log"] if e["kind"] == "eject"], m["log"]
+    assert heard and all(h == (None, 0, "hello", {"n": 3, "flag": True, "who": "child"}) for h in heard), heard
+    kinds = [(e["kind"], e["thread"]) for e in events]
+    assert kinds[:3] == [("acquired", 0), ("blocked", 1), ("released", 0)], events
+    assert events[2]["to"] == 1 and events[2]["protocol"] == "none"
