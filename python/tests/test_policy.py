@@ -128,17 +128,50 @@ def test_a_nondeterministic_policy_fails_conformance_on_determinism():
     assert str(err.value).startswith("[C6] py-drifting as root on 1 CPU(s)"), str(err.value)
 
 
-def test_a_broken_invariant_fails_conformance():
+@pytest.mark.parametrize(
+    "how, expected",
+    [
+        ("return", "broke its invariants: the queue is too long"),
+        # The log entry is quoted in Rust's debug form, its newlines escaped.
+        ("raise", "broke its invariants: Python policy `py-inconsistent` raised in check_invariants:\\nTraceback"),
+    ],
+)
+def test_a_broken_invariant_fails_conformance(how, expected):
     class Inconsistent(RoundRobin):
         name = "py-inconsistent"
 
         def check_invariants(self):
-            return "the queue is too long" if len(self.queue) > 2 else None
+            if len(self.queue) > 2:
+                if how == "raise":
+                    raise AssertionError("the queue is too long")
+                return "the queue is too long"
+            return None
 
     with pytest.raises(AssertionError) as err:
         hsched.conformance(Inconsistent)
     assert str(err.value).startswith("[C4/C5]")
-    assert "broke its invariants: the queue is too long" in str(err.value)
+    assert expected in str(err.value)
+
+
+def test_a_constructor_that_refuses_or_raises_is_a_scenario_error():
+    class Refuses(Edf):
+        name = "py-refuses"
+
+        def __init__(self, params):
+            raise Reject("this machine is too small for me")
+
+    class Crashes(Edf):
+        name = "py-crashes"
+
+        def __init__(self, params):
+            raise KeyError("missing")
+
+    hsched.register(Refuses)
+    hsched.register(Crashes)
+    with pytest.raises(ValueError, match="policy `py-refuses` refuses these parameters: this machine is too small for me"):
+        simulate(HIERARCHY.format(policy="py-refuses"))
+    with pytest.raises(ValueError, match="(?s)building an instance raised:\nTraceback.*line [0-9]+, in __init__.*KeyError: 'missing'"):
+        simulate(HIERARCHY.format(policy="py-crashes"))
 
 
 # A hierarchy with the Python policy `p` under an fp root, above the
