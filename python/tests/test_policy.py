@@ -10,6 +10,7 @@ import threading
 
 import pytest
 
+from conftest import require
 import hsched
 from hsched import Dispatch, Param, Policy, Reject, Reply, _hsched
 from hsched.examples.edf import Edf
@@ -477,7 +478,7 @@ def test_the_example_edf_agrees_with_simso_on_the_same_task_set(repo, tmp_path):
     # SimSo 0.8.5 as the repository's CI installs it (.ci/run).
     site = repo / "target" / "simso-py"
     if not (site / "simso").is_dir():
-        pytest.skip("SimSo is not installed in target/simso-py (pip install --target target/simso-py simso==0.8.5)")
+        require("SimSo 0.8.5 in target/simso-py (.ci/run installs it)", "not installed")
     simso = _hsched._bench_simso(str(site), str(tmp_path), 2_000)
     jobs, _, _, _, python = _hsched._bench_run(0, 2_000, "py-edf")
     assert simso[0][0] >= jobs > 500

@@ -289,3 +289,30 @@ def test_spec_object_matches_cli_scenario(repo, hsched_cli):
     assert f"# {spec.describe(17)}\n" in shown
     with pytest.raises(IndexError):
         spec.describe(54)
+
+
+def edf_acceptance(repo, policy, attach):
+    """acceptance-fp's task sets at U = 0.6..0.95 under an EDF policy."""
+    text = spec_path(repo, "acceptance-fp").read_text()
+    text = text.replace("replicates = 20", "replicates = 4")
+    text = text.replace("u = { from = 0.5, to = 1.0, step = 0.05 }", "u = { from = 0.6, to = 0.95, step = 0.05 }")
+    text = text.replace('policy = "fp"', f'policy = "{policy}"')
+    text = text.replace('attach = { prio = "${task.rm}" }', f"attach = {attach}")
+    assert policy in text and "0.95" in text
+    return text
+
+
+def test_a_python_policy_sweeps_in_process_and_on_spawned_workers(repo):
+    from hsched.examples.edf import Edf
+
+    text = edf_acceptance(repo, "py-edf", '{ deadline = "${task.deadline}" }')
+    here = hsched.sweep_csv(text)
+    ctx = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(2, mp_context=ctx) as pool:
+        there = hsched.sweep_csv(text, executor=pool, policies=[Edf])
+    assert here == there
+    rows = hsched.sweep(text)
+    # Liu & Layland: on one CPU, EDF meets every deadline at U <= 1.
+    assert len(rows) == 8 * 4 and rows["schedulable"].all()
+    builtin = hsched.sweep(edf_acceptance(repo, "edf", '{ period = "${task.period}" }'))
+    assert (builtin["global.jobs"] == rows["global.jobs"]).all()
