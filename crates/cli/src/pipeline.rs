@@ -100,6 +100,8 @@ pub struct Extras {
 /// (open while this lives) and the caller's policies.
 pub struct Loaded {
     pub scenario: Scenario,
+    /// The TOML parsed (an rt-app file's import).
+    pub text: String,
     pub plugins: Plugins,
     pub origin: Origin,
     extras: Extras,
@@ -120,14 +122,9 @@ impl Loaded {
     pub fn from_text(text: String, name: &str, extras: Extras) -> Result<Self, PipelineError> {
         let origin = Origin::Text {
             name: name.to_string(),
-            text: String::new(),
+            text: text.clone(),
         };
-        let mut loaded = Self::parse(&text, name, Path::new(""), origin, extras)?;
-        loaded.origin = Origin::Text {
-            name: name.to_string(),
-            text,
-        };
-        Ok(loaded)
+        Self::parse(&text, name, Path::new(""), origin, extras)
     }
 
     fn parse(
@@ -151,6 +148,7 @@ impl Loaded {
             .map_err(PipelineError::Scenario)?;
         Ok(Loaded {
             scenario,
+            text: text.to_string(),
             plugins,
             origin,
             extras,
