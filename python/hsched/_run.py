@@ -411,10 +411,10 @@ class Run:
         return self._inner.has_timeline
 
     def to_json(self) -> str:
-        """The metrics, exactly as ``hsched sim FILE --json -`` prints them
-        without the final newline (``global.wall_ns`` and
-        ``events_per_wall_second`` are wall-clock times, different each
-        run)."""
+        """The metrics as JSON, exactly as ``hsched sim FILE --json -``
+        prints them but for the last of its two final newlines (the text
+        ends in one). ``global.wall_ns`` and ``events_per_wall_second`` are
+        wall-clock times, different in every run."""
         return self._inner.to_json()
 
     def metrics(self) -> Dict[str, Any]:

@@ -286,7 +286,8 @@ impl PyRun {
 
 #[pymethods]
 impl PyRun {
-    /// `hsched sim FILE --json -`, without its final newline.
+    /// `hsched sim FILE --json -` without the last of its two final
+    /// newlines.
     fn to_json(&self) -> String {
         pipeline::metrics_json(&self.result)
     }

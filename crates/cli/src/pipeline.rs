@@ -338,7 +338,8 @@ pub struct RunSource<'a> {
     pub analysis: &'a Analysis,
 }
 
-/// The metrics of a run as JSON (stable keys), without a final newline.
+/// The metrics of a run as JSON (stable keys), ending in a newline
+/// (`--json` prints one more after it).
 pub fn metrics_json(result: &RunResult) -> String {
     hsched_report::metrics_json(result)
 }
