@@ -8,6 +8,7 @@ pub mod bench;
 pub mod ctl;
 pub mod import;
 pub mod import_simso;
+pub mod pipeline;
 pub mod plot;
 pub mod plugins;
 pub mod repro;
@@ -245,14 +246,6 @@ impl Outputs {
     }
 }
 
-/// What the HTML report shows besides the run: the scenario, its file and
-/// its analysis.
-struct RunSource<'a> {
-    file: &'a Path,
-    scn: &'a hsched_model::Scenario,
-    analysis: &'a hsched_analysis::compose::Analysis,
-}
-
 fn parse_attach(text: &str) -> Result<(String, i32), String> {
     let (name, pid) = text
         .split_once('=')
@@ -477,165 +470,50 @@ pub fn rule_book() -> hsched_analysis::rules::RuleBook {
     hsched_analysis::rules::RuleBook::standard()
 }
 
-/// Why a scenario's hierarchy does not compose, as `check` and `sim` say it
-/// (exit 2): the file, then each error.
-fn uncomposed(file: &Path, analysis: &hsched_analysis::compose::Analysis) -> String {
-    format!("{}: {}", file.display(), analysis.verdict())
-}
-
-/// The HLS analysis of a scenario's hierarchy, refusing (exit 2) one that
-/// does not compose unless `allow_uncomposed`.
-fn analyse(
-    file: &Path,
-    scn: &hsched_model::Scenario,
-    rules: &hsched_analysis::rules::RuleBook,
-    allow_uncomposed: bool,
-) -> Result<hsched_analysis::compose::Analysis, CliError> {
-    hsched_analysis::rules::literature::refuse_to_run(scn)
-        .map_err(|e| CliError::Input(format!("{}: {e}", file.display())))?;
-    let analysis = hsched_analysis::compose::analyse(scn, rules);
-    if !analysis.composes() {
-        let why = uncomposed(file, &analysis);
-        if !allow_uncomposed {
-            return Err(CliError::Input(format!(
-                "{why}\n(`hsched check` shows the labelled hierarchy; --allow-uncomposed runs it anyway)"
-            )));
-        }
-        eprintln!("warning: {why}\n(running it anyway: --allow-uncomposed)");
-    }
-    Ok(analysis)
-}
-
-/// A scenario to run (`sim`, `live`) with its plugins, analysed: refused
-/// unless it composes or `allow_uncomposed`; with the guard that
-/// re-analyses each change while it runs.
+/// A scenario to run (`sim`, `plot`, `live`) with its plugins, analysed:
+/// refused unless it composes or `allow_uncomposed` (then with a warning on
+/// stderr); with the guard that re-analyses each change while it runs.
 fn load_to_run(
     file: &Path,
     plugin_paths: &[PathBuf],
     allow_uncomposed: bool,
-) -> Result<(hsched_model::Scenario, plugins::Plugins, RunGuard), CliError> {
-    let (scn, plugins) = plugins::load_scenario(file, plugin_paths)?;
-    let book = plugins.rule_book()?;
-    let analysis = analyse(file, &scn, &book, allow_uncomposed)?;
-    let guard = RunGuard::new(&scn, book, analysis, allow_uncomposed);
-    Ok((scn, plugins, guard))
-}
-
-/// A run's change guard: the analysis at time 0, re-run on every change
-/// of the hierarchy the run makes, with what it promised whom from when.
-struct RunGuard {
-    guard: std::sync::Arc<std::sync::Mutex<hsched_analysis::guard::AnalysisGuard>>,
-    /// The analysis at time 0 (the report draws it).
-    initial: hsched_analysis::compose::Analysis,
-    book: hsched_analysis::rules::RuleBook,
-    allow_uncomposed: bool,
-}
-
-impl RunGuard {
-    fn new(
-        scn: &hsched_model::Scenario,
-        book: hsched_analysis::rules::RuleBook,
-        analysis: hsched_analysis::compose::Analysis,
-        allow_uncomposed: bool,
-    ) -> Self {
-        let guard = hsched_analysis::guard::AnalysisGuard::new(
-            scn,
-            book.clone(),
-            analysis.clone(),
-            allow_uncomposed,
-        );
-        RunGuard {
-            guard: std::sync::Arc::new(std::sync::Mutex::new(guard)),
-            initial: analysis,
-            book,
-            allow_uncomposed,
-        }
+) -> Result<(pipeline::Loaded, pipeline::RunGuard), CliError> {
+    let extras = pipeline::Extras {
+        plugin_paths: plugin_paths.to_vec(),
+        ..Default::default()
+    };
+    let loaded = pipeline::Loaded::from_path(file, extras)?;
+    let (guard, why) = loaded.to_run(allow_uncomposed)?;
+    if let Some(why) = why {
+        eprintln!("warning: {why}\n(running it anyway: --allow-uncomposed)");
     }
-
-    /// The handle a run's dispatcher consults.
-    fn shared(&self) -> hsched_model::guard::SharedGuard {
-        hsched_model::guard::SharedGuard(self.guard.clone())
-    }
-
-    /// A guard of its own for another run of `scn`, the same scenario.
-    fn fresh(&self, scn: &hsched_model::Scenario) -> Self {
-        RunGuard::new(
-            scn,
-            self.book.clone(),
-            self.initial.clone(),
-            self.allow_uncomposed,
-        )
-    }
-
-    /// Writes what was promised each scheduler and thread into the run's
-    /// result, so that the outputs show CPU received next to it, and from
-    /// when where that was after the start. A thread is labelled with what
-    /// it was promised under the scheduler it ended under; one that got
-    /// there by a change the guard was not told of (none of the run's
-    /// changes are hidden from it, but a platform may end a thread's stay
-    /// itself) is not labelled.
-    fn label(&self, result: &mut hsched_model::RunResult) {
-        use hsched_model::CpuShare;
-        let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner());
-        let label = |p: &hsched_analysis::guard::Promise| {
-            let share = p
-                .received
-                .share()
-                .and_then(|s| CpuShare::new(s.num(), s.den()));
-            let from = (p.since > hsched_core::Instant::ZERO).then_some(p.since);
-            (Some(p.received.to_string()), share, from)
-        };
-        // The k-th node of a name is its k-th load.
-        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-        for node in &mut result.nodes {
-            let k = seen.entry(node.name.as_str()).or_default();
-            if let Some(p) = guard.scheduler_promises(&node.name).get(*k) {
-                (node.guarantee, node.guaranteed_share, node.guaranteed_from) = label(p);
-            }
-            *k += 1;
-        }
-        for thread in &mut result.threads {
-            match guard.thread_promise(&thread.name) {
-                // A refused thread shows its refusal wherever it went: that
-                // is why it went.
-                Some(tp) if tp.under == thread.scheduler || tp.promise.received.refused => {
-                    (
-                        thread.guarantee,
-                        thread.guaranteed_share,
-                        thread.guaranteed_from,
-                    ) = label(&tp.promise);
-                }
-                _ => {}
-            }
-        }
-    }
+    Ok((loaded, guard))
 }
 
 /// Says on stderr each change a run let through that broke a promise
 /// (`--allow-uncomposed`): the summary's log has them too, but a run
 /// written as JSON would not show them.
 fn warn_uncomposed(result: &hsched_model::RunResult) {
-    for e in &result.log {
-        if e.kind == hsched_model::LogKind::Uncomposed {
-            eprintln!("warning: at {}: {}", e.at, e.text);
-        }
+    for change in pipeline::uncomposed_changes(result) {
+        eprintln!("warning: {change}");
     }
 }
 
 fn sim(args: SimArgs) -> Result<(), CliError> {
-    let (scn, plugins, guard) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
-    let opts = hsched_sim::SimOptions {
+    let (mut loaded, guard) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
+    let opts = pipeline::RunOptions {
         horizon: args.horizon,
         seed: args.seed,
         trace: args.out.wants_trace(),
         check_invariants: args.check,
-        guard: Some(guard.shared()),
+        keep_jobs: args.keep_jobs,
+        trace_limit: args.trace_limit,
+        max_events: args.max_events,
     };
-    let mut sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
-        .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
-    sim.keep_jobs(args.keep_jobs);
-    sim.trace_limit(args.trace_limit);
-    sim.max_events(args.max_events);
+    let file = loaded.file();
+    let infos = loaded.infos();
+    let plugins = std::mem::take(&mut loaded.plugins);
+    let mut sim = pipeline::simulation(&file, &loaded.scenario, &opts, &guard, &infos)?;
     let jobs_csv = match &args.out.jobs_csv {
         Some(path) => Some(StreamedJobs::start(path, &mut sim)?),
         None => None,
@@ -648,9 +526,9 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     let mut result = sim.finish();
     guard.label(&mut result);
     warn_uncomposed(&result);
-    let source = RunSource {
-        file: &args.file,
-        scn: &scn,
+    let source = pipeline::RunSource {
+        origin: &loaded.origin,
+        scn: &loaded.scenario,
         analysis: &guard.initial,
     };
     if let Some(csv) = jobs_csv {
@@ -666,23 +544,17 @@ fn sim(args: SimArgs) -> Result<(), CliError> {
     };
     write_outputs(&result, &out, &source)?;
     if let Some(cut) = cut_at {
-        return Err(CliError::Input(format!(
-            "{}: the run needs more than {} events (--max-events): it stopped at {} of its {} \
-             horizon, and what it wrote covers the time before that: raise --max-events or \
-             shorten --horizon",
-            args.file.display(),
+        return Err(CliError::Input(pipeline::cut_message(
+            &file,
             args.max_events,
-            cut - hsched_core::Instant::ZERO,
-            horizon - hsched_core::Instant::ZERO,
+            cut,
+            horizon,
         )));
     }
     if trace_lost {
-        return Err(CliError::Input(format!(
-            "{}: the timeline needs more than {} segments and marks (--trace-limit); \
-             the trace and report were not written (the other outputs were): \
-             raise --trace-limit or shorten --horizon",
-            args.file.display(),
-            args.trace_limit
+        return Err(CliError::Input(pipeline::trace_lost_message(
+            &file,
+            args.trace_limit,
         )));
     }
     Ok(())
@@ -793,7 +665,7 @@ impl StreamedJobs {
 fn write_outputs(
     result: &hsched_model::RunResult,
     out: &Outputs,
-    source: &RunSource,
+    source: &pipeline::RunSource,
 ) -> Result<(), CliError> {
     if let Some(path) = &out.jobs_csv {
         write_file(path, "the jobs CSV", |w| {
@@ -801,37 +673,20 @@ fn write_outputs(
         })?;
     }
     if let Some(path) = &out.trace {
-        write_file(path, "the trace", |w| {
-            hsched_report::perfetto_trace(result, w)
-                .map_err(|e| std::io::Error::other(e.to_string()))
-        })?;
+        write_file(path, "the trace", |w| pipeline::write_trace(result, w))?;
     }
     if let Some(path) = &out.report {
-        let html = html_report(result, source)?;
+        let html = pipeline::html_report(result, source)?;
         write_file(path, "the report", |w| w.write_all(html.as_bytes()))?;
     }
     print_result(result, out.json.as_deref())
-}
-
-/// The HTML report of a run of `source`.
-fn html_report(result: &hsched_model::RunResult, source: &RunSource) -> Result<String, CliError> {
-    let text = hsched_scenario::input::read_text(source.file, "").unwrap_or_default();
-    let svg = hsched_analysis::draw::svg(source.scn, source.analysis);
-    let name = source.file.display().to_string();
-    let input = hsched_report::html::ReportInput {
-        scenario: Some(source.scn),
-        source: Some((&name, &text)),
-        hierarchy_svg: Some(&svg),
-    };
-    hsched_report::html::html_report(result, &input)
-        .map_err(|e| CliError::Failed(format!("writing the report: {e}")))
 }
 
 /// The metrics as JSON (to `json`, `-` for stdout), or the summary.
 fn print_result(result: &hsched_model::RunResult, json: Option<&Path>) -> Result<(), CliError> {
     match json {
         Some(path) => write_file(path, "the metrics", |w| {
-            w.write_all(hsched_report::metrics_json(result).as_bytes())?;
+            w.write_all(pipeline::metrics_json(result).as_bytes())?;
             w.write_all(b"\n")
         }),
         None => print_stdout(&hsched_report::summary(result)),
@@ -854,7 +709,8 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         true => (hsched_live::run::Backend::Agent, None),
         false => hsched_live::run::Backend::pick(args.backend.map(Into::into)),
     };
-    let (scn, plugins, guard) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
+    let (loaded, guard) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
+    let scn = &loaded.scenario;
     let exe = std::env::current_exe().map_err(|e| {
         CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
     })?;
@@ -887,7 +743,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
         agent_cpu: args.agent_cpu,
         speculate: args.speculate,
         keep_autogroup: args.keep_autogroup,
-        policies: plugins.infos(),
+        policies: loaded.infos(),
         keep_commands: args.keep_commands,
         stop: Some(stop),
         guard: Some(guard.shared()),
@@ -895,7 +751,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     let hsched_live::run::Outcome {
         mut result,
         interrupted,
-    } = hsched_live::run::run_to_outcome(&scn, &opts)
+    } = hsched_live::run::run_to_outcome(scn, &opts)
         .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     if let Some(why) = not_scx {
         result.log.insert(
@@ -909,9 +765,9 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     }
     guard.label(&mut result);
     warn_uncomposed(&result);
-    let source = RunSource {
-        file: &args.file,
-        scn: &scn,
+    let source = pipeline::RunSource {
+        origin: &loaded.origin,
+        scn,
         analysis: &guard.initial,
     };
     // A timeline past what a run keeps was given up during the run.
@@ -924,7 +780,7 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
     };
     write_outputs(&result, &out, &source)?;
     if args.compare_sim {
-        let sim_guard = guard.fresh(&scn);
+        let sim_guard = guard.fresh(scn);
         let opts = hsched_sim::SimOptions {
             // Stopped early: the simulation to the same end.
             horizon: match interrupted {
@@ -934,14 +790,14 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
             guard: Some(sim_guard.shared()),
             ..Default::default()
         };
-        let sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
+        let sim = hsched_sim::Simulation::new(scn, &opts, &loaded.infos())
             .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
         let mut simulated = sim.finish();
         sim_guard.label(&mut simulated);
         print_stdout(&hsched_report::compare(&simulated, &result))?;
     }
     // The plugin libraries stay open until no instance is left.
-    drop(plugins);
+    drop(loaded);
     drop(signals);
     let Some(why) = interrupted else {
         if trace_lost {
@@ -972,20 +828,17 @@ fn live(args: &LiveArgs) -> Result<(), CliError> {
 }
 
 fn check(args: &CheckArgs) -> Result<(), CliError> {
-    let file = args.file.as_path();
-    let (scn, plugins) = plugins::load_scenario(file, &args.plugins)?;
-    let analysis = hsched_analysis::compose::analyse(&scn, &plugins.rule_book()?);
+    let extras = pipeline::Extras {
+        plugin_paths: args.plugins.clone(),
+        ..Default::default()
+    };
+    let loaded = pipeline::Loaded::from_path(&args.file, extras)?;
+    let analysis = loaded.analysis()?;
+    let (file, scn) = (loaded.file(), &loaded.scenario);
     let to_stdout = |p: &Option<PathBuf>| p.as_deref() == Some(Path::new("-"));
     let text_on_stdout = !(to_stdout(&args.dot) || to_stdout(&args.svg) || to_stdout(&args.json));
     if text_on_stdout {
-        println!(
-            "{}: ok — {} CPU(s), horizon {}, seed {}",
-            file.display(),
-            scn.machine.cpus,
-            scn.horizon,
-            scn.seed
-        );
-        print!("{}", hsched_analysis::draw::text(&scn, &analysis));
+        print!("{}", pipeline::check_text(&file, scn, &analysis));
     }
     type Render = fn(&hsched_model::Scenario, &hsched_analysis::compose::Analysis) -> String;
     let outputs: [(&Option<PathBuf>, &str, Render); 3] = [
@@ -997,14 +850,14 @@ fn check(args: &CheckArgs) -> Result<(), CliError> {
     ];
     for (path, what, render) in outputs {
         if let Some(path) = path {
-            let body = render(&scn, &analysis);
+            let body = render(scn, &analysis);
             write_file(path, what, |w| w.write_all(body.as_bytes()))?;
         }
     }
     if analysis.composes() {
         Ok(())
     } else {
-        Err(CliError::Input(uncomposed(file, &analysis)))
+        Err(CliError::Input(pipeline::uncomposed(&file, &analysis)))
     }
 }
 

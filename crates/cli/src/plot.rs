@@ -96,17 +96,17 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
             args.width, args.height
         )));
     }
-    let (scn, plugins, guard) =
-        crate::load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
-    let opts = hsched_sim::SimOptions {
+    let (mut loaded, guard) = crate::load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
+    let opts = crate::pipeline::RunOptions {
         horizon: args.horizon,
         seed: args.seed,
         trace: true,
-        check_invariants: false,
-        guard: Some(guard.shared()),
+        ..Default::default()
     };
-    let mut sim = hsched_sim::Simulation::new(&scn, &opts, &plugins.infos())
-        .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
+    let (file, infos) = (loaded.file(), loaded.infos());
+    let plugins = std::mem::take(&mut loaded.plugins);
+    let scn = &loaded.scenario;
+    let mut sim = crate::pipeline::simulation(&file, scn, &opts, &guard, &infos)?;
     drop(plugins);
     sim.run_until(sim.horizon());
     if let Some(cut) = sim.cut_at() {
@@ -136,13 +136,8 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
         threads: args.threads.clone(),
         ..PlotOptions::default()
     };
-    let bytes = hsched_report::plot::plot(
-        args.figure.figure(),
-        &result,
-        Some(&scn),
-        format,
-        &plot_opts,
-    )
-    .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
+    let bytes =
+        hsched_report::plot::plot(args.figure.figure(), &result, Some(scn), format, &plot_opts)
+            .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
     write_file(&args.output, "the plot", |w| w.write_all(&bytes))
 }

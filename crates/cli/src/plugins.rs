@@ -10,7 +10,6 @@
 
 use crate::CliError;
 use hsched_core::PolicyInfo;
-use hsched_model::Scenario;
 use hsched_plugin_host::Plugin;
 use std::path::{Path, PathBuf};
 
@@ -24,7 +23,7 @@ pub struct Plugins {
 impl Plugins {
     /// Loads each library in order; `origin` prefixes errors (e.g. the
     /// scenario key that named it).
-    fn add(&mut self, path: &Path, origin: &str) -> Result<(), CliError> {
+    pub(crate) fn add(&mut self, path: &Path, origin: &str) -> Result<(), CliError> {
         // Opening a named pipe or a device as a library would block for
         // ever or read without end: only a regular file is loaded.
         if let Ok(meta) = std::fs::metadata(path) {
@@ -133,21 +132,8 @@ pub fn load(paths: &[PathBuf]) -> Result<Plugins, CliError> {
     Ok(plugins)
 }
 
-/// Reads a scenario, loads the plugins given with `--plugin` and those its
-/// `plugins` key names, and parses it with their policies available.
-pub fn load_scenario(path: &Path, cli: &[PathBuf]) -> Result<(Scenario, Plugins), CliError> {
-    let (text, file) = crate::import::scenario_text(path)?;
-    let declared = hsched_scenario::plugins(&text, &file).map_err(render)?;
-    let mut plugins = load(cli)?;
-    let base = path.parent().unwrap_or(Path::new(""));
-    for (i, p) in declared.iter().enumerate() {
-        plugins.add(&base.join(p), &format!("{file}: plugins[{i}]: "))?;
-    }
-    let scn =
-        hsched_scenario::parse_with_registry(&text, &file, &plugins.registry()).map_err(render)?;
-    Ok((scn, plugins))
-}
-
-fn render(e: hsched_scenario::ScenarioError) -> CliError {
-    CliError::Input(format!("{:?}", miette::Report::new(e)))
+/// A scenario error as the command line shows it: the line, the spot
+/// marked, the hint.
+pub(crate) fn render(e: hsched_scenario::ScenarioError) -> String {
+    format!("{:?}", miette::Report::new(e))
 }
