@@ -388,7 +388,7 @@ fn run_many(
                 let Some(&index) = indexes.get(slot) else {
                     return;
                 };
-                let result = run_one(spec, index, opts);
+                let result = hsched_sweep::run::point_row(spec, index, opts);
                 if result.is_err() {
                     stop.store(true, Ordering::Relaxed);
                 }
@@ -424,34 +424,6 @@ fn run_many(
         }
     }
     Ok(rows)
-}
-
-/// One point's row (its index, seed, values and metrics), a panic in the
-/// simulator turned into an error naming the point, as the command line
-/// does.
-fn run_one(
-    spec: &Spec,
-    index: u64,
-    opts: &hsched_sweep::Options,
-) -> Result<Vec<String>, SweepError> {
-    let p = points::point(spec, index);
-    let metrics = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        hsched_sweep::run::run_point(spec, &p, opts)
-    }))
-    .unwrap_or_else(|panic| {
-        let why = panic
-            .downcast_ref::<String>()
-            .cloned()
-            .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-            .unwrap_or_default();
-        Err(SweepError::Failed(format!(
-            "{}: the simulation panicked: {why}",
-            points::describe(spec, &p)
-        )))
-    })?;
-    let mut cells = csvfile::point_cells(spec, &p);
-    cells.extend(metrics);
-    Ok(cells)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

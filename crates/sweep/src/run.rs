@@ -199,6 +199,28 @@ pub fn run_point(spec: &Spec, p: &Point, opts: &Options) -> Result<Vec<String>, 
         .collect()
 }
 
+/// Point `index`'s whole row (its index, seed, values and metrics), a
+/// panic in the simulator turned into an error naming the point.
+pub fn point_row(spec: &Spec, index: u64, opts: &Options) -> Result<Vec<String>, SweepError> {
+    let p = points::point(spec, index);
+    let metrics =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_point(spec, &p, opts)))
+            .unwrap_or_else(|panic| {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                Err(SweepError::Failed(format!(
+                    "{}: the simulation panicked: {why}",
+                    points::describe(spec, &p)
+                )))
+            })?;
+    let mut cells = csvfile::point_cells(spec, &p);
+    cells.extend(metrics);
+    Ok(cells)
+}
+
 /// Runs (or continues) a sweep into `opts.out`.
 pub fn run(spec: &Spec, opts: &Options, progress: &dyn Progress) -> Result<Outcome, SweepError> {
     let out = &opts.out;
@@ -277,26 +299,7 @@ pub fn run(spec: &Spec, opts: &Options, progress: &dyn Progress) -> Result<Outco
                 }
                 let next = feed.lock().map_or(None, |mut f| f.next());
                 let Some((slot, index)) = next else { return };
-                let p = points::point(spec, index);
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    run_point(spec, &p, opts)
-                }))
-                .unwrap_or_else(|panic| {
-                    let why = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    Err(SweepError::Failed(format!(
-                        "{}: the simulation panicked: {why}",
-                        points::describe(spec, &p)
-                    )))
-                });
-                let result = result.map(|metrics| {
-                    let mut cells = csvfile::point_cells(spec, &p);
-                    cells.extend(metrics);
-                    cells
-                });
+                let result = point_row(spec, index, opts);
                 if tx.send((slot, result)).is_err() {
                     return;
                 }
