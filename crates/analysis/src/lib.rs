@@ -22,6 +22,8 @@
 //!   text, DOT, SVG (like the paper's Fig. 3) and JSON; [`guard`]: the
 //!   analysis re-run on each change of a running hierarchy.
 
+#![forbid(unsafe_code)]
+
 pub mod bvt_config;
 pub mod bvt_report;
 pub mod compose;

@@ -4,6 +4,8 @@
 //! This crate does no I/O, reads no clock, holds no global state and uses no
 //! floating point in anything a decision depends on.
 
+#![forbid(unsafe_code)]
+
 pub mod child_map;
 pub mod ids;
 pub mod msg;

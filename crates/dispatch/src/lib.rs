@@ -19,6 +19,8 @@
 //! reschedules are processed by CPU number; nothing depends on addresses or
 //! hash order.
 
+#![forbid(unsafe_code)]
+
 mod build;
 mod checks;
 mod dispatcher;

@@ -9,6 +9,8 @@
 //! list of DESIGN.md, which has no home for data both platforms and the
 //! scenario parser share). It holds data only: no I/O, no clock.
 
+#![forbid(unsafe_code)]
+
 pub mod guard;
 pub mod result;
 pub mod scenario;

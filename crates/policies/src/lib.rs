@@ -33,6 +33,8 @@
 //!
 //! [`testkit`] drives a policy directly, without the dispatcher, for tests.
 
+#![forbid(unsafe_code)]
+
 use hsched_core::{Params, PolicyInfo, Scheduler};
 
 pub mod bvt;
