@@ -4,8 +4,9 @@ A round robin written in Python against the built-in `rr`, on the same
 three CPU-bound workers on one CPU, measured side by side in one test; a
 Python policy that raises, ejected live with its threads handed back to
 Linux and every process of the run ended; Ctrl-C as an orderly stop; a
-scenario live cannot run refused as `hsched live` refuses it; and, as an
-unprivileged user, the PermissionError before anything starts.
+killed guardian ending the run early; a scenario live cannot run refused
+as `hsched live` refuses it; and, as an unprivileged user, the
+PermissionError before anything starts.
 
 Runs that schedule real threads need root and take the lock the Rust live
 tests are run under (two agents would fight over the CPUs).
@@ -197,7 +198,8 @@ def test_a_python_round_robin_shares_the_cpu_live_as_the_built_in_rr(live_turn):
     # Measured side by side, built-in first: the baseline is the same
     # machine at the same moment (other work on it takes some CPU from
     # both; the parts of the managed total do not depend on it).
-    runs = {policy: hsched.live(THREE_HOGS.format(policy=policy, horizon="1.5s"), backend="agent", trace=False) for policy in ("rr", "py-live-rr")}
+    scenarios = {policy: THREE_HOGS.format(policy=policy, horizon="1.5s") for policy in ("rr", "py-live-rr")}
+    runs = {policy: hsched.live(text, backend="agent", trace=False, compare_sim=True) for policy, text in scenarios.items()}
     builtin, python = shares_of_total(runs["rr"]), shares_of_total(runs["py-live-rr"])
     for policy, run in runs.items():
         print(f"{policy}: {run.threads.set_index('name')['cpu_time_ns'].to_dict()} ({run.decisions} decisions)")
@@ -206,6 +208,11 @@ def test_a_python_round_robin_shares_the_cpu_live_as_the_built_in_rr(live_turn):
         assert not (run.log["kind"] == "eject").any(), run.log
         # Each thread ran: round robin's quantum was enforced live.
         assert (run.threads["context_switches"] > 20).all(), run.threads
+        # compare_sim: the simulation to the same end is `simulate`'s, and
+        # the table is the command line's.
+        simulated = hsched.simulate(scenarios[policy], horizon=run.horizon_ns, trace=False)
+        assert run.simulated.threads["cpu_time_ns"].tolist() == simulated.threads["cpu_time_ns"].tolist()
+        assert run.comparison.lstrip().startswith("sim against live") and run.comparison.count("w.") == 3, run.comparison
     total = {p: r.threads["cpu_time_ns"].sum() / r.horizon_ns for p, r in runs.items()}
     print(f"the three together received {total} of their CPU")
     # A managed thread at nice -20 outweighs 20 nice-0 loops of other
@@ -237,6 +244,9 @@ def test_a_python_policy_that_raises_is_ejected_live_and_its_threads_handed_back
     # The run went on to its horizon, every figure still counted.
     assert run.horizon_ns == 800_000_000 and run.stopped is None
     assert (run.threads["cpu_time_ns"] > 0).all(), run.threads
+    # The timeline: each worker ran on the scenario's one CPU.
+    ran = run.segments[run.segments["kind"] == "run"]
+    assert sorted(ran["thread_name"].unique()) == ["w.0", "w.1", "w.2"] and ran["cpu"].unique().tolist() == [0]
     # Seen from outside: three workers (and the guardian) ran; managed
     # first (nice -20 on its CPU, or parked at SCHED_IDLE), then each back
     # as Linux had it: SCHED_OTHER at nice 0 on every CPU.
@@ -325,3 +335,30 @@ else:
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("PermissionError: hsched.live schedules real threads from a real-time agent and needs root"), out.stdout
     assert not marker.exists()
+
+
+def test_a_killed_guardian_ends_the_run_early_with_everything_given_back(live_turn):
+    scenario = THREE_HOGS.format(policy="py-live-rr", horizon="10s")
+    killed = []
+
+    def kill_the_guardian():
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not killed:
+            guardians = [pid for pid, argv in our_children().items() if "__guardian" in argv]
+            if guardians:
+                time.sleep(0.4)
+                os.kill(guardians[0], signal.SIGKILL)
+                killed.append(guardians[0])
+            time.sleep(0.01)
+
+    killer = threading.Thread(target=kill_the_guardian)
+    killer.start()
+    with pytest.raises(hsched.RunStoppedError) as caught:
+        hsched.live(scenario, backend="agent")
+    killer.join()
+    assert killed, "no guardian process was seen"
+    assert "the guardian ended" in str(caught.value) and "every thread given back" in str(caught.value)
+    run = caught.value.run
+    assert run.horizon_ns < 2e9 and run.stopped == str(caught.value)
+    assert (run.threads["cpu_time_ns"] > 0).all(), run.threads
+    assert our_children() == {}

@@ -276,7 +276,10 @@ fn wait_for(
                 "hsched.live: interrupted again while stopping: ending the process now \
                  (the guardian gives every thread back)"
             );
-            std::process::exit(128 + libc::SIGINT);
+            // As the command line's second Ctrl-C (signal-hook's shutdown):
+            // no exit handlers, the agent's thread is mid-stop.
+            // SAFETY: _exit ends the process; nothing runs after it.
+            unsafe { libc::_exit(128 + libc::SIGINT) };
         }
     }
 }
