@@ -1,12 +1,13 @@
 //! The run pipeline below the command line: read a scenario (from a file
 //! or from text), with plugin policies and policies the caller brings
-//! (the Python package's), analyse its hierarchy, simulate it, label the
-//! run with what the analysis promised, and turn the run into its outputs.
+//! (the Python package's), analyse its hierarchy, simulate it or run it
+//! live on this machine's CPUs ([`live`]), label the run with what the
+//! analysis promised, and turn the run into its outputs.
 //!
 //! `hsched sim`, `check`, `plot` and `live` go through it, and so does the
 //! Python package (`python/`): both get the same parser, the same refusal
-//! of a hierarchy that does not compose, the same simulation options and
-//! the same bytes out, so the two cannot drift apart. What is the command
+//! of a hierarchy that does not compose, the same simulation and live
+//! options and the same bytes out, so the two cannot drift apart. What is the command
 //! line's own (its flags, progress bar, stdout and exit codes) stays in
 //! `lib.rs`.
 
