@@ -155,6 +155,13 @@ fn live(
              a thread off its CPU waits in the scheduler's custody",
         ));
     }
+    if backend == Some(Backend::Scx) {
+        if let (_, Some(why)) = Backend::pick(None) {
+            return Err(PyValueError::new_err(format!(
+                "backend=\"scx\": the sched_ext backend does not run here: {why}"
+            )));
+        }
+    }
     let picked = opts
         .pick_backend()
         .map_err(|e| PyValueError::new_err(hsched_cli::CliError::from(e).to_string()))?;
