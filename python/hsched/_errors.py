@@ -76,3 +76,25 @@ class UncomposedWarning(UserWarning):
     """A hierarchy that does not compose, run anyway
     (``allow_uncomposed=True``), or a change during the run that broke a
     promise."""
+
+
+class LiveInterrupted(KeyboardInterrupt):
+    """A live run stopped by Ctrl-C (or another signal handler that
+    raised): the run was stopped in order, every thread given back, and
+    this is raised in its place. ``run`` is what it covered (a
+    :class:`hsched.LiveRun`, its horizon the moment it stopped); the
+    exception the handler raised is ``__cause__``."""
+
+    def __init__(self, text: str, run: Any) -> None:
+        super().__init__(text)
+        self.run = run
+
+
+class RunStoppedError(RunError):
+    """A live run that ended before its horizon for a reason of the
+    platform's (its guardian ended, the kernel ejected the sched_ext
+    scheduler); every thread was given back. ``run`` is what it covered."""
+
+    def __init__(self, text: str, run: Any) -> None:
+        super().__init__(text)
+        self.run = run

@@ -1,5 +1,5 @@
-//! Scenarios, runs and analyses: `load`, `simulate`, `check`, `policies`,
-//! `repro`. Everything goes through the command line's run pipeline
+//! Scenarios, runs and analyses: `load`, `simulate`, `live`, `check`,
+//! `policies`, `repro`. Everything goes through the command line's run pipeline
 //! (`hsched_cli::pipeline`), so a scenario loaded here parses, analyses,
 //! simulates and writes exactly as `hsched sim` and `hsched check` do; the
 //! Python package (`hsched/_run.py`) turns what these return into
@@ -7,6 +7,7 @@
 
 mod catalog;
 mod convert;
+mod live;
 mod tables;
 
 use hsched_analysis::compose::Analysis;
@@ -480,5 +481,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog::policy_rows, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::repro_entries, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::repro_run, m)?)?;
+    live::register(m)?;
     Ok(())
 }

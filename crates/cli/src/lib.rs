@@ -694,132 +694,67 @@ fn print_result(result: &hsched_model::RunResult, json: Option<&Path>) -> Result
 }
 
 fn live(args: &LiveArgs) -> Result<(), CliError> {
-    if args.speculate && args.park == Parking::Hard {
-        return Err(CliError::Input(
-            "--speculate runs a thread before the hierarchy has decided on it; --park hard promises a parked thread gets nothing: choose one".into(),
-        ));
-    }
-    let agent_only = args.park == Parking::Hard;
-    if agent_only && args.backend == Some(BackendArg::Scx) {
-        return Err(CliError::Input(
-            "--park hard is the user-space agent's (`--backend agent`): under sched_ext a thread off its CPU waits in the scheduler's custody".into(),
-        ));
-    }
-    let (backend, not_scx) = match agent_only {
-        true => (hsched_live::run::Backend::Agent, None),
-        false => hsched_live::run::Backend::pick(args.backend.map(Into::into)),
-    };
-    let (loaded, guard) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
-    let scn = &loaded.scenario;
-    let exe = std::env::current_exe().map_err(|e| {
-        CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
-    })?;
-    // Held until the outputs are written: a Ctrl-C meanwhile stops in
-    // order, a second one at once (the guardian restores the threads).
-    let signal_error = |e| CliError::Failed(format!("handling SIGINT and SIGTERM: {e}"));
-    let signals = hsched_live::signals::StopSignals::install().map_err(signal_error)?;
-    let stop = signals.handle().map_err(signal_error)?;
-    if args.partial && backend != hsched_live::run::Backend::Scx {
-        return Err(CliError::Input(match not_scx {
-            Some(why) => format!(
-                "--partial is a mode of the sched_ext backend, which is not available: {why}"
-            ),
-            None => "--partial is a mode of the sched_ext backend (`--backend scx`)".into(),
-        }));
-    }
-    let opts = hsched_live::run::LiveOptions {
-        backend,
-        partial: args.partial,
-        guardian: vec![exe.clone().into_os_string(), "__guardian".into()],
-        worker: vec![exe.into_os_string(), "__worker".into()],
-        horizon: args.horizon,
+    let mut opts = pipeline::LiveRunOptions {
+        backend: args.backend.map(Into::into),
         hard_parking: args.park == Parking::Hard,
+        partial: args.partial,
+        speculate: args.speculate,
+        horizon: args.horizon,
         attach: args.attach.clone(),
+        agent_cpu: args.agent_cpu,
+        keep_autogroup: args.keep_autogroup,
+        keep_commands: args.keep_commands,
         trace: args.out.wants_trace(),
         control: Some(args.socket.clone().unwrap_or_else(|| {
             Path::new(hsched_live::control::SOCKET_DIR)
                 .join(format!("hsched-{}.sock", std::process::id()))
         })),
-        agent_cpu: args.agent_cpu,
-        speculate: args.speculate,
-        keep_autogroup: args.keep_autogroup,
-        policies: loaded.infos(),
-        keep_commands: args.keep_commands,
-        stop: Some(stop),
-        guard: Some(guard.shared()),
+        ..Default::default()
     };
-    let hsched_live::run::Outcome {
-        mut result,
-        interrupted,
-    } = hsched_live::run::run_to_outcome(scn, &opts)
-        .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
-    if let Some(why) = not_scx {
-        result.log.insert(
-            0,
-            hsched_model::LogEntry {
-                at: hsched_core::Instant::ZERO,
-                kind: hsched_model::LogKind::Platform,
-                text: format!("backend: the user-space agent (sched_ext not used: {why})"),
-            },
-        );
-    }
-    guard.label(&mut result);
-    warn_uncomposed(&result);
+    let backend = opts.pick_backend()?;
+    let (loaded, guard) = load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
+    let exe = std::env::current_exe().map_err(|e| {
+        CliError::Failed(format!("finding the hsched program for the guardian: {e}"))
+    })?;
+    opts.guardian = vec![exe.clone().into_os_string(), "__guardian".into()];
+    opts.worker = vec![exe.into_os_string(), "__worker".into()];
+    // Held until the outputs are written: a Ctrl-C meanwhile stops in
+    // order, a second one at once (the guardian restores the threads).
+    let signal_error = |e| CliError::Failed(format!("handling SIGINT and SIGTERM: {e}"));
+    let signals = hsched_live::signals::StopSignals::install().map_err(signal_error)?;
+    opts.stop = Some(signals.handle().map_err(signal_error)?);
+    let run = pipeline::live(&loaded, &guard, &opts, backend)?;
+    let result = &run.result;
+    warn_uncomposed(result);
     let source = pipeline::RunSource {
         origin: &loaded.origin,
-        scn,
+        scn: &loaded.scenario,
         analysis: &guard.initial,
     };
     // A timeline past what a run keeps was given up during the run.
-    let trace_lost = args.out.wants_trace() && result.trace.is_none();
     let out = Outputs {
         jobs_csv: args.out.jobs_csv.clone(),
-        trace: args.out.trace.clone().filter(|_| !trace_lost),
-        report: args.out.report.clone().filter(|_| !trace_lost),
+        trace: args.out.trace.clone().filter(|_| !run.trace_lost),
+        report: args.out.report.clone().filter(|_| !run.trace_lost),
         json: args.out.json.clone(),
     };
-    write_outputs(&result, &out, &source)?;
+    write_outputs(result, &out, &source)?;
     if args.compare_sim {
-        let sim_guard = guard.fresh(scn);
-        let opts = hsched_sim::SimOptions {
-            // Stopped early: the simulation to the same end.
-            horizon: match interrupted {
-                Some(_) => Some(result.horizon),
-                None => args.horizon,
-            },
-            guard: Some(sim_guard.shared()),
-            ..Default::default()
-        };
-        let sim = hsched_sim::Simulation::new(scn, &opts, &loaded.infos())
-            .map_err(|e| CliError::Input(format!("{}: {e}", args.file.display())))?;
-        let mut simulated = sim.finish();
-        sim_guard.label(&mut simulated);
-        print_stdout(&hsched_report::compare(&simulated, &result))?;
+        let simulated = pipeline::simulate_beside(&loaded, &guard, &run, args.horizon)?;
+        print_stdout(&hsched_report::compare(&simulated, result))?;
     }
     // The plugin libraries stay open until no instance is left.
     drop(loaded);
     drop(signals);
-    let Some(why) = interrupted else {
-        if trace_lost {
-            return Err(CliError::Input(format!(
-                "{}: the timeline needs more than {} switches and wakeups \
-                 (MAX_KEPT_EVENTS): the trace and report were not written (the other \
-                 outputs were): shorten --horizon",
-                args.file.display(),
-                hsched_live::observe::MAX_KEPT_EVENTS
+    let Some(why) = &run.interrupted else {
+        if run.trace_lost {
+            return Err(CliError::Input(pipeline::live_trace_lost_message(
+                &args.file.display().to_string(),
             )));
         }
         return Ok(());
     };
-    let commands = if args.keep_commands {
-        "its commands left running"
-    } else {
-        "its commands ended"
-    };
-    let message = format!(
-        "hsched live: {why}: the run stopped at {}, the outputs cover the time that ran; every thread given back, {commands}",
-        hsched_core::Instant::ZERO + result.horizon
-    );
+    let message = pipeline::live_stopped_message(why, result, args.keep_commands);
     match why {
         hsched_live::agent::Interrupted::Signal(sig) => Err(CliError::Stopped(message, 128 + sig)),
         hsched_live::agent::Interrupted::GuardianGone(_)

@@ -9,10 +9,14 @@
 //! writes the outputs for the time that ran. A second one ends the process
 //! at once (exit status 128 + the signal), for a stop that hangs: the
 //! guardian, which sees the agent's end, restores every managed thread.
+//!
+//! A caller whose process handles the signals itself (the Python package:
+//! the interpreter owns SIGINT and turns it into `KeyboardInterrupt`)
+//! asks for the same stop from code instead, with [`StopRequest`].
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 use signal_hook::SigId;
-use std::io;
+use std::io::{self, Write};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -90,6 +94,46 @@ impl Drop for StopSignals {
         for id in self.ids.drain(..) {
             signal_hook::low_level::unregister(id);
         }
+    }
+}
+
+/// A stop asked for from code rather than by a signal: [`StopRequest::ask`]
+/// does what the first SIGINT or SIGTERM does under [`StopSignals`], and
+/// installs no handler.
+pub struct StopRequest {
+    ring: UnixStream,
+    handle: StopHandle,
+}
+
+impl StopRequest {
+    pub fn new() -> io::Result<StopRequest> {
+        let (wake, ring) = UnixStream::pair()?;
+        ring.set_nonblocking(true)?;
+        Ok(StopRequest {
+            ring,
+            handle: StopHandle {
+                wake: Arc::new(wake.into()),
+                received: Arc::new(AtomicUsize::new(0)),
+            },
+        })
+    }
+
+    /// A handle for the agent ([`crate::run::LiveOptions::stop`]).
+    pub fn handle(&self) -> StopHandle {
+        self.handle.clone()
+    }
+
+    /// Asks for a stop, in the name of signal `sig` (the run's log and
+    /// [`crate::agent::Interrupted::Signal`] name it); the first ask counts.
+    pub fn ask(&self, sig: i32) {
+        let _ = self.handle.received.compare_exchange(
+            0,
+            sig as usize,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+        // One byte makes the handle readable; a full buffer already is.
+        let _ = (&self.ring).write(&[1]);
     }
 }
 
