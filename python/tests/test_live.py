@@ -13,7 +13,6 @@ tests are run under (two agents would fight over the CPUs).
 """
 
 import collections
-import fcntl
 import os
 import signal
 import subprocess
@@ -118,15 +117,9 @@ hsched.register(FailsLater)
 
 @pytest.fixture
 def live_turn():
-    """Root, and this machine's CPUs to ourselves as far as hsched goes:
-    the lock the Rust live tests are run under."""
+    """Root. The live tests run one after another (pytest runs a file's
+    tests in order, after cargo test's live tests have ended)."""
     require("root", hsched.live_unavailable())
-    with open("/tmp/hsched-live.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def our_children():
