@@ -8,6 +8,7 @@ pub mod bench;
 pub mod ctl;
 pub mod import;
 pub mod import_simso;
+mod manual;
 pub mod pipeline;
 pub mod plot;
 pub mod plugins;
@@ -15,7 +16,7 @@ pub mod repro;
 pub mod simso;
 pub mod sweep;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use hsched_core::Duration;
 use std::ffi::OsString;
 use std::fmt;
@@ -120,6 +121,18 @@ enum Cmd {
     /// scenarios, or generated task sets, in parallel, one CSV row per point;
     /// continues an interrupted run; --shard k/N splits it across machines.
     Sweep(sweep::SweepArgs),
+    /// Print a shell completion script for hsched (e.g. `hsched completions
+    /// bash > /etc/bash_completion.d/hsched`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Print hsched's man page (roff: `hsched man | man -l -`), or with
+    /// --out DIR write one page per command there (hsched.1, hsched-sim.1, ...).
+    Man {
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
+    },
 }
 
 #[derive(clap::Args, Debug)]
@@ -439,6 +452,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         } => simso::bench(&simso_dir, quick),
         Cmd::Bench { quick, .. } => bench::command(quick),
         Cmd::Sweep(args) => sweep::command(args),
+        Cmd::Completions { shell } => manual::completions(shell, &mut Cli::command()),
+        Cmd::Man { out } => manual::man(&Cli::command(), out.as_deref()),
     }
 }
 

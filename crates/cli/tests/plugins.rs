@@ -312,7 +312,17 @@ fn a_plugin_that_cannot_be_loaded_is_bad_input_naming_it() {
     let v = hsched_plugin::ABI_VERSION;
     let future_msg = format!("ABI version {}", v + 1);
     let cases: Vec<(String, Vec<&str>)> = vec![
-        ("no/such/libplugin.so".into(), vec!["cannot open it"]),
+        (
+            "no/such/libplugin.so".into(),
+            vec!["cannot open it", "docs/plugins.md"],
+        ),
+        (
+            "my-policy/target/release/libmy_policy.so".into(),
+            vec![
+                "cannot open it",
+                "build it: `cargo build --release --manifest-path my-policy/Cargo.toml`",
+            ],
+        ),
         (desktop.into(), vec!["cannot load it"]),
         (not_plugin.clone(), vec!["not an hsched plugin"]),
         (future.clone(), vec![&future_msg, "this hsched loads"]),

@@ -5,9 +5,10 @@
 //!   the threads and their workload programs, scripted hierarchy changes.
 //! - [`RunResult`]: what a run produces, whichever platform ran it.
 //!
-//! This crate sits beside `core` below `dispatch` (a departure from the layer
-//! list of DESIGN.md, which has no home for data both platforms and the
-//! scenario parser share). It holds data only: no I/O, no clock.
+//! This crate sits beside `core` below `dispatch`: the original layer list
+//! had no home for data both platforms and the scenario parser share
+//! (docs/architecture.md, "Where the code departs from the original
+//! design"). It holds data only: no I/O, no clock.
 
 #![forbid(unsafe_code)]
 

@@ -289,7 +289,7 @@ impl Plugin {
         let canonical = std::fs::canonicalize(path).map_err(|e| LoadError {
             path: label.clone(),
             kind: LoadErrorKind::Missing,
-            message: format!("cannot open it: {e}"),
+            message: format!("cannot open it: {e}{}", build_hint(path)),
         })?;
         Self::from_source(Source::File(canonical), &label)
     }
@@ -391,3 +391,32 @@ impl fmt::Display for LoadError {
 }
 
 impl std::error::Error for LoadError {}
+
+/// How to make a plugin library that is not there: a path inside a crate's
+/// `target/debug` or `target/release` names the crate to build; any other
+/// path gets the general rule.
+fn build_hint(path: &Path) -> String {
+    let parts: Vec<_> = path.components().collect();
+    let built = parts.windows(2).position(|w| {
+        w[0].as_os_str() == "target"
+            && (w[1].as_os_str() == "debug" || w[1].as_os_str() == "release")
+    });
+    match built {
+        Some(at) => {
+            let krate: std::path::PathBuf = parts[..at].iter().collect();
+            let release = if parts[at + 1].as_os_str() == "release" {
+                " --release"
+            } else {
+                ""
+            };
+            let manifest = krate.join("Cargo.toml");
+            format!(
+                " (build it: `cargo build{release} --manifest-path {}`; docs/plugins.md)",
+                manifest.display()
+            )
+        }
+        None => " (a plugin is the library `cargo build` makes from a crate built against \
+                  hsched-plugin, under its target/debug or target/release; docs/plugins.md)"
+            .to_string(),
+    }
+}

@@ -1,7 +1,7 @@
 //! hsched report: turns a [`RunResult`] into what people and tools read.
 //!
 //! - [`metrics()`] / [`metrics_json`]: per-thread, per-scheduler and global
-//!   numbers as JSON with stable keys (the key table is in [`mod@metrics`]);
+//!   numbers as JSON with stable keys (the key table is docs/json.md);
 //! - [`jobs_csv()`]: one CSV row per job (periodic, `randres`, `constraints`);
 //! - [`perfetto_trace()`]: the timeline as Chrome trace-event JSON, which opens
 //!   in the Perfetto UI and in chrome://tracing (one track per CPU);

@@ -1,87 +1,12 @@
 //! The metrics of a run as plain data and as JSON with stable keys.
 //!
-//! Keys appear in the order below (struct field order; no maps), so the JSON
-//! of two runs diffs line by line. Times are integer nanoseconds and their
-//! keys end in `_ns`; shares and rates are floats. A value that is undefined
-//! (a percentile of no samples, a share of an empty horizon, a rate with no
-//! wall time) is `null`, never NaN or 0.
-//!
-//! **Definitions.**
-//! - *share* = time / horizon: the fraction of **one** CPU over the whole run.
-//!   A thread that kept one CPU busy the whole run has share 1.0; a scheduler
-//!   node fed by two CPUs can reach 2.0.
-//! - *p50 / p99* are nearest-rank percentiles (see [`crate::stats`]): always
-//!   one of the samples, `x[ceil(p/100 * n)]` of the n sorted samples.
-//! - A job *misses* its deadline if it finished after it, or is unfinished at
-//!   the horizon with its deadline before the horizon
-//!   ([`hsched_model::JobRecord::missed`] with `end` = horizon).
-//!
-//! | key | type | meaning |
-//! |---|---|---|
-//! | `format_version` | int | version of this layout (1); bumped when a key changes meaning or goes away |
-//! | `global.scenario` | string | scenario name |
-//! | `global.platform` | string | platform that ran it (`sim`; `live-scx` or `live`: `hsched live` on sched_ext or on the user-space agent) |
-//! | `global.seed` | int | seed of the run |
-//! | `global.cpus` | int | physical CPUs |
-//! | `global.horizon_ns` | int | span covered by the run |
-//! | `global.decisions` | int | scheduling decisions (root-to-leaf descents) |
-//! | `global.events` | int | platform events processed |
-//! | `global.wall_ns` | int | wall-clock time the run took (not deterministic) |
-//! | `global.events_per_wall_second` | float or null | `events / (wall_ns / 1e9)`; null when `wall_ns` is 0 |
-//! | `global.busy_ns` | int | time threads made progress, summed over CPUs |
-//! | `global.overhead_ns` | int | context-switch time, summed over CPUs |
-//! | `global.idle_ns` | int | idle time, summed over CPUs |
-//! | `global.idle_fraction` | float or null | `idle_ns / (cpus * horizon_ns)` |
-//! | `global.jobs` | int | jobs recorded (all threads) |
-//! | `global.deadline_misses` | int | jobs that missed their deadline (all threads) |
-//! | `threads[].id` | int | thread id |
-//! | `threads[].name` | string | thread name |
-//! | `threads[].scheduler` | string | scheduler it ended under |
-//! | `threads[].cpu_time_ns` | int | CPU time used (switch overhead excluded) |
-//! | `threads[].share` | float or null | `cpu_time_ns / horizon_ns` |
-//! | `threads[].guarantee` | string or null | what the HLS analysis promised it, as the paper writes it (`RESBH 5, 33`); null when no analysis ran or it does not cover the thread |
-//! | `threads[].guaranteed_share` | float or null | the long-run fraction of one CPU that promises (`5/33` for RESBH 5, 33; a RESU rate as it is); null for NULL or no guarantee |
-//! | `threads[].guaranteed_from_ns` | integer, absent from 0 | from when that guarantee holds, when a change during the run (a move, `join`, an admission) gave it |
-//! | `threads[].wakeup_latency.count` | int | wakeups measured |
-//! | `threads[].wakeup_latency.p50_ns` | int or null | wakeup-to-dispatch latency, median |
-//! | `threads[].wakeup_latency.p99_ns` | int or null | same, 99th percentile |
-//! | `threads[].wakeup_latency.max_ns` | int or null | same, maximum |
-//! | `threads[].jobs` | int | jobs recorded for the thread |
-//! | `threads[].job_response.count` | int | finished jobs (the response samples) |
-//! | `threads[].job_response.p50_ns` | int or null | release-to-finish time, median |
-//! | `threads[].job_response.p99_ns` | int or null | same, 99th percentile |
-//! | `threads[].job_response.max_ns` | int or null | same, maximum |
-//! | `threads[].deadline_misses` | int | jobs that missed their deadline |
-//! | `threads[].max_gap_ns` | int | longest span runnable without running |
-//! | `threads[].context_switches` | int | times put on a CPU after something else |
-//! | `threads[].migrations` | int | times put on a different CPU than last time |
-//! | `threads[].calls.made` | int | cross-domain calls (train or RPC) it made |
-//! | `threads[].calls.ok` | int | of those, returned with results |
-//! | `threads[].calls.broken_pipe` | int | returned with `broken pipe` (a caller between died) |
-//! | `threads[].calls.server_exit` | int | returned with `server exit` (the server domain died or was not alive) |
-//! | `threads[].calls.caller_gone` | int | its own domain died first: nobody to return to |
-//! | `threads[].calls.abandoned` | int | it exited with the call open |
-//! | `threads[].calls.too_deep` | int | refused: too many calls open |
-//! | `schedulers[].name` | string | scheduler instance name |
-//! | `schedulers[].policy` | string | policy it runs |
-//! | `schedulers[].alive` | bool | still in the hierarchy at the end |
-//! | `schedulers[].received_ns` | int | CPU time charged through it |
-//! | `schedulers[].share` | float or null | `received_ns / horizon_ns` |
-//! | `schedulers[].guarantee` | string or null | what the analysis says it receives: its incoming edge's label, for a join the one it passes on (the best of its parents, made soft); `ALL ×2` for two VPs given ALL; null when no analysis ran |
-//! | `schedulers[].guaranteed_share` | float or null | the long-run fraction of one CPU that promises, over all its VPs (`ALL ×2`: 2.0); null for NULL or no guarantee |
-//! | `schedulers[].guaranteed_from_ns` | integer, absent from 0 | from when that guarantee holds, when a change during the run (a script load, a `ctl` request) gave it |
-//! | `log[].at_ns` | int | when it happened |
-//! | `log[].kind` | string | `eject`, `watchdog`, `refused`, `script`, `moved`, `reply` |
-//! | `log[].text` | string | what happened |
-//! | `limits` | array of strings | only when the run reached a bound on what it holds in memory: each bound reached, what was kept and where the rest went (absent otherwise) |
-//!
-//! A run that held more jobs or wakeup latencies than it keeps one by one
-//! (`limits` says so) counts them all, and takes their `p50_ns` and
-//! `p99_ns` from a bounded histogram: at most 0.8 % below the exact
-//! nearest-rank value ([`hsched_model::Sketch`]); `count` and `max_ns` stay
-//! exact.
-//!
-//! `threads`, `schedulers` and `log` keep the order of the `RunResult`.
+//! Every key, its type and its meaning are in docs/json.md (the user's
+//! reference; `crates/cli/tests/json_keys.rs` checks that every key a run
+//! writes is there). Keys appear in struct field order (no maps), so the
+//! JSON of two runs diffs line by line. Times are integer nanoseconds and
+//! their keys end in `_ns`; shares and rates are floats. A value that is
+//! undefined (a percentile of no samples, a share of an empty horizon, a
+//! rate with no wall time) is `null`, never NaN or 0.
 
 use crate::stats::{ratio, Percentiles};
 use hsched_core::{Instant, ThreadId};
@@ -89,7 +14,7 @@ use hsched_model::{CallCounts, CpuShare, JobRecord, JobTally, LogKind, RunResult
 use serde::Serialize;
 use std::collections::BTreeMap;
 
-/// Version of the JSON layout; see the module table.
+/// Version of the JSON layout (docs/json.md).
 pub const FORMAT_VERSION: u32 = 1;
 
 /// Everything [`metrics_json`] writes. Field order is key order.
@@ -300,7 +225,7 @@ fn from_sketch(sketch: &Sketch, more: impl Iterator<Item = u64>) -> Percentiles 
 }
 
 /// [`metrics`] as pretty-printed JSON (two-space indent, keys in the order of
-/// the module table, trailing newline).
+/// docs/json.md, trailing newline).
 pub fn metrics_json(result: &RunResult) -> String {
     let mut text = serde_json::to_string_pretty(&metrics(result))
         // Serializing plain structs of numbers and strings cannot fail
