@@ -127,7 +127,7 @@ impl Canvas {
         let (colour, head) = if bad { (BAD, "bad") } else { (INK, "ink") };
         let _ = writeln!(
             self.shapes,
-            "<path d=\"{d}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\" marker-end=\"url(#head-{head})\"/>"
+            "<path d=\"{d}\" fill=\"none\" stroke=\"{colour}\" stroke-width=\"1.5\" marker-end=\"url(#hs-head-{head})\"/>"
         );
     }
 
@@ -136,7 +136,7 @@ impl Canvas {
         self.grow(from.0.max(to.0), from.1.max(to.1));
         let _ = writeln!(
             self.shapes,
-            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{colour}\" stroke-width=\"1.5\" marker-end=\"url(#head-{head})\"/>",
+            "<line x1=\"{:.1}\" y1=\"{:.1}\" x2=\"{:.1}\" y2=\"{:.1}\" stroke=\"{colour}\" stroke-width=\"1.5\" marker-end=\"url(#hs-head-{head})\"/>",
             from.0, from.1, to.0, to.1
         );
     }
@@ -147,9 +147,9 @@ impl Canvas {
         let mut y = cy - block_height(lines.len()) / 2.0;
         for (i, line) in lines.iter().enumerate() {
             let (class, font) = if i == 0 {
-                ("node", NAME_FONT)
+                ("hs-node", NAME_FONT)
             } else {
-                ("detail", DETAIL_FONT)
+                ("hs-detail", DETAIL_FONT)
             };
             let mid = y + font * LINE / 2.0;
             y += font * LINE;
@@ -185,9 +185,9 @@ impl Canvas {
         let mut y = top + 2.0;
         for (i, (line, font)) in lines.iter().zip(&fonts).enumerate() {
             let class = match (i, bad) {
-                (0, false) => "edge",
-                (0, true) => "edge bad",
-                _ => "detail",
+                (0, false) => "hs-edge",
+                (0, true) => "hs-edge hs-bad",
+                _ => "hs-detail",
             };
             let mid = y + font * LINE / 2.0;
             y += font * LINE;
@@ -204,13 +204,13 @@ impl Canvas {
     pub(super) fn finish(self, kinds: &[Kind], any_bad: bool) -> String {
         let mut legend: Vec<(&str, &str)> = vec![(
             "on each edge: the guarantee the parent gives (times in ms), then what the child attached with",
-            "legend",
+            "hs-legend",
         )];
-        legend.extend(kinds.iter().map(|&k| (meaning(k), "legend")));
+        legend.extend(kinds.iter().map(|&k| (meaning(k), "hs-legend")));
         if any_bad {
             legend.push((
                 "red: an edge a problem is about (see `hsched check`)",
-                "legend bad",
+                "hs-legend hs-bad",
             ));
         }
         let line_height = LEGEND_FONT * 1.4;
@@ -225,16 +225,16 @@ impl Canvas {
         let mut out = String::new();
         let _ = writeln!(
             out,
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" style=\"background: white\">"
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width:.0}\" height=\"{height:.0}\" viewBox=\"0 0 {width:.0} {height:.0}\" class=\"hs-drawing\" style=\"background: white\">"
         );
         let _ = writeln!(
             out,
-            "<style>\ntext {{ font-family: {FONT_FAMILY}; fill: {INK}; text-anchor: middle; dominant-baseline: central; }}\n.node {{ font-size: {NAME_FONT}px; }}\n.edge {{ font-size: {LABEL_FONT}px; }}\n.detail {{ font-size: {DETAIL_FONT}px; fill: {MUTED}; }}\n.legend {{ font-size: {LEGEND_FONT}px; fill: {MUTED}; text-anchor: start; }}\n.bad {{ fill: {BAD}; }}\n</style>"
+            "<style>\n.hs-drawing text {{ font-family: {FONT_FAMILY}; fill: {INK}; text-anchor: middle; dominant-baseline: central; }}\n.hs-drawing .hs-node {{ font-size: {NAME_FONT}px; }}\n.hs-drawing .hs-edge {{ font-size: {LABEL_FONT}px; }}\n.hs-drawing .hs-detail {{ font-size: {DETAIL_FONT}px; fill: {MUTED}; }}\n.hs-drawing .hs-legend {{ font-size: {LEGEND_FONT}px; fill: {MUTED}; text-anchor: start; }}\n.hs-drawing .hs-bad {{ fill: {BAD}; }}\n</style>"
         );
         for (name, colour) in [("ink", INK), ("bad", BAD)] {
             let _ = writeln!(
                 out,
-                "<defs><marker id=\"head-{name}\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"{colour}\"/></marker></defs>"
+                "<defs><marker id=\"hs-head-{name}\" viewBox=\"0 0 10 10\" refX=\"10\" refY=\"5\" markerWidth=\"7\" markerHeight=\"7\" orient=\"auto\"><path d=\"M0,0 L10,5 L0,10 z\" fill=\"{colour}\"/></marker></defs>"
             );
         }
         out.push_str(&self.shapes);

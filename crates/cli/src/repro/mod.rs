@@ -255,6 +255,9 @@ pub fn run_entry(entry: &Entry) -> Result<Vec<Check>, CliError> {
 
 /// The width `repro` wraps its prose to.
 const TEXT_WIDTH: usize = 100;
+/// A quantity longer than this is printed on a line of its own, so the
+/// table stays within about [`TEXT_WIDTH`] columns.
+const QUANTITY_WIDTH: usize = 56;
 
 /// `text` wrapped to [`TEXT_WIDTH`], its first line after `first`, the rest
 /// indented by `indent` columns.
@@ -305,17 +308,26 @@ fn print_entry(entry: &Entry, checks: &[Check]) {
     let width = checks
         .iter()
         .map(|c| c.quantity.chars().count())
+        .filter(|&w| w <= QUANTITY_WIDTH)
         .max()
-        .unwrap_or(0);
+        .unwrap_or(0)
+        .max("quantity".len());
     let verdict_width = rows.iter().map(|r| r.1.len()).max().unwrap_or(0).max(7);
     println!(
         "  {:<width$}  {:>8}  {:>8}  {:>9}  {:<verdict_width$}  note",
         "quantity", "paper", "measured", "tolerance", "verdict"
     );
     for (c, verdict, refs) in &rows {
+        // A long quantity gets a line of its own, whole, the numbers under it.
+        let quantity = if c.quantity.chars().count() > width {
+            println!("  {}", c.quantity);
+            ""
+        } else {
+            c.quantity.as_str()
+        };
         println!(
             "  {:<width$}  {:>8.4}  {:>8.4}  {:>9}  {verdict:<verdict_width$}  {refs}",
-            c.quantity,
+            quantity,
             c.paper,
             c.measured,
             c.tolerance_text(),
