@@ -16,6 +16,7 @@ use serde::Serialize;
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+mod canvas;
 mod svg;
 pub use svg::{LAYOUT_CRATE_MAX_NODES, THREADS_PER_SCHEDULER};
 

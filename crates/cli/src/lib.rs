@@ -391,6 +391,12 @@ pub fn print_stdout(text: &str) -> Result<(), CliError> {
     }
 }
 
+/// Whether stdout takes colour: a terminal, and neither `NO_COLOR` nor
+/// `TERM=dumb` set (`CLICOLOR_FORCE` forces it); never a pipe or a file.
+fn stdout_colour() -> bool {
+    anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
+}
+
 /// Runs the command line; returns the exit code.
 pub fn main_with_args(args: impl IntoIterator<Item = OsString>) -> i32 {
     let cli = match Cli::try_parse_from(args) {
@@ -704,7 +710,7 @@ fn print_result(result: &hsched_model::RunResult, json: Option<&Path>) -> Result
             w.write_all(pipeline::metrics_json(result).as_bytes())?;
             w.write_all(b"\n")
         }),
-        None => print_stdout(&hsched_report::summary(result)),
+        None => print_stdout(&hsched_report::summary_styled(result, stdout_colour())),
     }
 }
 

@@ -307,11 +307,16 @@ pub fn uncomposed(file: &str, analysis: &Analysis) -> String {
     format!("{file}: {}", analysis.verdict())
 }
 
-/// What `hsched check` prints: a line on the scenario, then the labelled
-/// hierarchy.
+/// What `hsched check` prints: a line on the scenario (`ok` only for a
+/// hierarchy that composes), then the labelled hierarchy.
 pub fn check_text(file: &str, scn: &Scenario, analysis: &Analysis) -> String {
+    let verdict = if analysis.composes() {
+        "ok"
+    } else {
+        "does not compose"
+    };
     format!(
-        "{file}: ok — {} CPU(s), horizon {}, seed {}\n{}",
+        "{file}: {verdict} — {} CPU(s), horizon {}, seed {}\n{}",
         scn.machine.cpus,
         scn.horizon,
         scn.seed,

@@ -114,6 +114,13 @@ fn a_reservation_scheduler_under_time_sharing_is_refused_naming_the_edge() {
     );
     assert!(text(&out.stdout)
         .contains("res: res [rate=\"1\", multiprocessor=\"one\", fit=\"first\"]  ⇐ NULL"));
+    // Its first line does not say `ok`.
+    let first = text(&out.stdout)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(first.contains(": does not compose — "), "{first}");
 
     // The simulator refuses it with the same message...
     let out = hsched(&["sim", &path]);

@@ -26,6 +26,7 @@ pub mod metrics;
 pub mod names;
 pub mod perfetto;
 pub mod plot;
+pub mod readable;
 pub mod stats;
 pub mod summary;
 
@@ -35,7 +36,7 @@ pub use error::ReportError;
 pub use metrics::{metrics, metrics_json, Metrics};
 pub use perfetto::perfetto_trace;
 pub use stats::{percentile, Percentiles};
-pub use summary::summary;
+pub use summary::{summary, summary_styled};
 
 // Re-exported so callers can name the input without depending on the model
 // crate themselves.

@@ -3,8 +3,14 @@
 //! log entries.
 //!
 //! It is built from [`crate::metrics()`], so the terminal and the JSON never
-//! disagree. Durations use core's `Display` (`1.5ms`); shares are percent of
-//! **one** CPU over the horizon (a node fed by two busy CPUs shows 200%).
+//! disagree. Measured durations keep three significant digits
+//! ([`crate::readable`]: `99.7ms`); times the scenario wrote (the horizon, a
+//! log entry's time) are exact. Shares are percent of **one** CPU over the
+//! horizon (a node fed by two busy CPUs shows 200%).
+//!
+//! [`summary_styled`] adds colour for a terminal (titles bold, missed
+//! deadlines and ejections red); [`summary`] is the same text without it,
+//! which is what a pipe or a test reads.
 //!
 //! When the run carries the HLS analysis's guarantees (`hsched sim` runs the
 //! analysis first), both tables get a `guarantee` column next to the share,
@@ -12,6 +18,7 @@
 //! against the share received. Without any, the tables are as before.
 
 use crate::metrics::{metrics, Metrics};
+use anstyle::{AnsiColor, Style};
 use hsched_core::Duration;
 use hsched_model::{LogKind, RunResult};
 use std::fmt::Write as _;
@@ -19,10 +26,21 @@ use std::fmt::Write as _;
 /// At most this many log lines are printed; the rest is counted.
 const MAX_LOG_LINES: usize = 20;
 
-/// Renders the terminal summary of a run (ends with a newline).
+/// Renders the terminal summary of a run (ends with a newline), plain.
 pub fn summary(result: &RunResult) -> String {
+    summary_styled(result, false)
+}
+
+/// The summary, with ANSI colour when `colour` (the caller decides: a
+/// terminal that has not asked for `NO_COLOR`). Without colour the text is
+/// byte for byte [`summary`]'s; with it, only escape codes are added, so the
+/// columns line up the same.
+pub fn summary_styled(result: &RunResult, colour: bool) -> String {
     let m = metrics(result);
-    let mut out = String::new();
+    let mut out = Out {
+        text: String::new(),
+        colour,
+    };
     header(&m, &mut out);
     threads(&m, &mut out);
     calls(&m, &mut out);
@@ -30,26 +48,66 @@ pub fn summary(result: &RunResult) -> String {
     global(&m, &mut out);
     log(&m, &mut out);
     limits(&m, &mut out);
-    out
+    out.text
+}
+
+/// Section titles and table headers.
+const TITLE: Style = Style::new().bold();
+/// What went wrong: missed deadlines, an ejection, a watchdog.
+const BAD: Style = AnsiColor::Red.on_default().bold();
+/// Worth a look: a refusal, a change that broke a promise.
+const WARN: Style = AnsiColor::Yellow.on_default();
+/// Secondary: a scheduler that left the hierarchy.
+const DIM: Style = Style::new().dimmed();
+
+/// The text being built, and whether it may carry colour.
+struct Out {
+    text: String,
+    colour: bool,
+}
+
+impl Out {
+    /// `text` in `style` (plain when colour is off).
+    fn styled(&self, style: Style, text: &str) -> String {
+        if self.colour && style != Style::new() {
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_string()
+        }
+    }
+
+    /// A blank line and a section title.
+    fn title(&mut self, title: &str) {
+        let t = self.styled(TITLE, title);
+        let _ = writeln!(self.text, "\n{t}");
+    }
+}
+
+impl std::fmt::Write for Out {
+    fn write_str(&mut self, s: &str) -> std::fmt::Result {
+        self.text.push_str(s);
+        Ok(())
+    }
 }
 
 /// The bounds on memory the run reached (nothing for a run that fits).
-fn limits(m: &Metrics, out: &mut String) {
+fn limits(m: &Metrics, out: &mut Out) {
     if m.limits.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\nlimits reached");
+    out.title("limits reached");
     for l in &m.limits {
         let _ = writeln!(out, "  {l}");
     }
 }
 
-fn header(m: &Metrics, out: &mut String) {
+fn header(m: &Metrics, out: &mut Out) {
     let g = &m.global;
+    let scenario = out.styled(TITLE, &g.scenario);
     let _ = writeln!(
         out,
         "scenario {}  platform {}  cpus {}  horizon {}  seed {}",
-        g.scenario,
+        scenario,
         g.platform,
         g.cpus,
         Duration::from_nanos(g.horizon_ns),
@@ -57,8 +115,8 @@ fn header(m: &Metrics, out: &mut String) {
     );
 }
 
-fn threads(m: &Metrics, out: &mut String) {
-    let _ = writeln!(out, "\nthreads (share: % of one CPU)");
+fn threads(m: &Metrics, out: &mut Out) {
+    out.title("threads (share: % of one CPU)");
     if m.threads.is_empty() {
         let _ = writeln!(out, "  (none)");
         return;
@@ -100,19 +158,23 @@ fn threads(m: &Metrics, out: &mut String) {
             th.deadline_misses.to_string(),
             th.context_switches.to_string(),
         ]);
+        let misses = row.len() - 2;
         t.row(row);
+        if th.deadline_misses > 0 {
+            t.style_last(misses, BAD);
+        }
     }
-    t.render(out);
+    t.render_to(out);
 }
 
 /// The cross-domain calls, for the threads that made any (nothing when
 /// none did).
-fn calls(m: &Metrics, out: &mut String) {
+fn calls(m: &Metrics, out: &mut Out) {
     let callers: Vec<_> = m.threads.iter().filter(|t| t.calls.made > 0).collect();
     if callers.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\ncalls (train and RPC, by how they ended)");
+    out.title("calls (train and RPC, by how they ended)");
     let mut t = Table::new(&[
         ("thread", Align::Left),
         ("made", Align::Right),
@@ -138,11 +200,11 @@ fn calls(m: &Metrics, out: &mut String) {
             (c.made - c.ok - c.errors()).to_string(),
         ]);
     }
-    t.render(out);
+    t.render_to(out);
 }
 
-fn schedulers(m: &Metrics, out: &mut String) {
-    let _ = writeln!(out, "\nschedulers");
+fn schedulers(m: &Metrics, out: &mut Out) {
+    out.title("schedulers");
     if m.schedulers.is_empty() {
         let _ = writeln!(out, "  (none)");
         return;
@@ -175,35 +237,44 @@ fn schedulers(m: &Metrics, out: &mut String) {
             ));
         }
         t.row(row);
+        if !s.alive {
+            t.style_last(0, DIM);
+        }
     }
-    t.render(out);
+    t.render_to(out);
 }
 
-fn global(m: &Metrics, out: &mut String) {
+fn global(m: &Metrics, out: &mut Out) {
     let g = &m.global;
     let rate = g
         .events_per_wall_second
         .map_or_else(|| "-".to_string(), compact);
+    let misses = format!("{}/{}", g.deadline_misses, g.jobs);
+    let misses = match g.deadline_misses {
+        0 => misses,
+        _ => out.styled(BAD, &misses),
+    };
+    let title = out.styled(TITLE, "global");
     let _ = writeln!(
         out,
-        "\nglobal  decisions {}  events {} ({}/s wall)  idle {}  switch overhead {}  deadline misses {}/{}",
+        "\n{}  decisions {}  events {} ({}/s wall)  idle {}  switch overhead {}  deadline misses {}",
+        title,
         g.decisions,
         g.events,
         rate,
         percent(g.idle_fraction),
         dur(g.overhead_ns),
-        g.deadline_misses,
-        g.jobs
+        misses
     );
 }
 
-fn log(m: &Metrics, out: &mut String) {
+fn log(m: &Metrics, out: &mut Out) {
     // Replies to messages are routine and can be many; they stay in the JSON.
     let shown: Vec<_> = m.log.iter().filter(|e| e.kind != LogKind::Reply).collect();
     if shown.is_empty() {
         return;
     }
-    let _ = writeln!(out, "\nlog");
+    out.title("log");
     let mut t = Table::new(&[
         ("at", Align::Right),
         ("kind", Align::Left),
@@ -216,8 +287,13 @@ fn log(m: &Metrics, out: &mut String) {
             kind_name(e.kind).to_string(),
             e.text.clone(),
         ]);
+        match e.kind {
+            LogKind::Eject | LogKind::Watchdog => t.style_last(1, BAD),
+            LogKind::Refused | LogKind::Uncomposed => t.style_last(1, WARN),
+            _ => {}
+        }
     }
-    t.render(out);
+    t.render_to(out);
     let hidden = shown.len().saturating_sub(MAX_LOG_LINES);
     if hidden > 0 {
         let _ = writeln!(out, "  ... and {hidden} more (see the metrics JSON)");
@@ -237,8 +313,9 @@ fn kind_name(k: LogKind) -> &'static str {
     }
 }
 
+/// A measured duration, to three significant digits.
 pub(crate) fn dur(ns: u64) -> String {
-    Duration::from_nanos(ns).to_string()
+    crate::readable::duration(ns)
 }
 
 pub(crate) fn percent(share: Option<f64>) -> String {
@@ -254,7 +331,8 @@ fn guarantee(text: Option<&str>, share: Option<f64>, from_ns: Option<u64>) -> St
         (Some(g), Some(_)) => format!("{g} ({})", percent(share)),
     };
     match from_ns {
-        Some(ns) if ns > 0 => format!("{label} from {}", dur(ns)),
+        // A time the scenario's script wrote: exact.
+        Some(ns) if ns > 0 => format!("{label} from {}", Duration::from_nanos(ns)),
         _ => label,
     }
 }
@@ -278,11 +356,18 @@ pub(crate) enum Align {
     Right,
 }
 
+/// A cell's column and its style.
+type CellStyle = (usize, Style);
+
 /// A text table: columns padded to their widest cell (in characters, so
-/// non-ASCII names line up), two spaces apart, indented by two.
+/// non-ASCII names line up), two spaces apart, indented by two. A cell may
+/// carry a style, applied around its padded text so colour never moves a
+/// column.
 pub(crate) struct Table {
     columns: Vec<(String, Align)>,
     rows: Vec<Vec<String>>,
+    /// Per row, the styled cells.
+    styles: Vec<Vec<CellStyle>>,
     header: bool,
 }
 
@@ -291,43 +376,73 @@ impl Table {
         Table {
             columns: columns.iter().map(|&(h, a)| (h.to_string(), a)).collect(),
             rows: Vec::new(),
+            styles: Vec::new(),
             header: true,
         }
     }
 
     pub(crate) fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
+        self.styles.push(Vec::new());
     }
 
+    /// Styles cell `column` of the last row.
+    fn style_last(&mut self, column: usize, style: Style) {
+        if let Some(s) = self.styles.last_mut() {
+            s.push((column, style));
+        }
+    }
+
+    /// The table, plain.
     pub(crate) fn render(&self, out: &mut String) {
+        let mut plain = Out {
+            text: std::mem::take(out),
+            colour: false,
+        };
+        self.render_to(&mut plain);
+        *out = plain.text;
+    }
+
+    fn render_to(&self, out: &mut Out) {
         let header: Vec<String> = self.columns.iter().map(|(h, _)| h.clone()).collect();
-        let lines: Vec<&Vec<String>> = if self.header {
-            std::iter::once(&header).chain(&self.rows).collect()
+        let header_styles: Vec<CellStyle> = (0..header.len()).map(|i| (i, TITLE)).collect();
+        let lines: Vec<(&Vec<String>, &[CellStyle])> = if self.header {
+            std::iter::once((&header, header_styles.as_slice()))
+                .chain(self.rows.iter().zip(self.styles.iter().map(Vec::as_slice)))
+                .collect()
         } else {
-            self.rows.iter().collect()
+            self.rows
+                .iter()
+                .zip(self.styles.iter().map(Vec::as_slice))
+                .collect()
         };
         let width = |i: usize| {
             lines
                 .iter()
-                .map(|r| r.get(i).map_or(0, |c| c.chars().count()))
+                .map(|(r, _)| r.get(i).map_or(0, |c| c.chars().count()))
                 .max()
                 .unwrap_or(0)
         };
         let widths: Vec<usize> = (0..self.columns.len()).map(width).collect();
-        for r in lines {
+        for (r, styles) in lines {
             let mut line = String::from(" ");
             for (i, (_, align)) in self.columns.iter().enumerate() {
                 let cell = r.get(i).map_or("", String::as_str);
-                let pad = widths[i] - cell.chars().count();
+                let pad = " ".repeat(widths[i] - cell.chars().count());
+                let style = styles
+                    .iter()
+                    .find(|(c, _)| *c == i)
+                    .map_or(Style::new(), |&(_, s)| s);
+                let cell = out.styled(style, cell);
                 line.push(' ');
                 match align {
                     Align::Left => {
-                        line.push_str(cell);
-                        line.push_str(&" ".repeat(pad));
+                        line.push_str(&cell);
+                        line.push_str(&pad);
                     }
                     Align::Right => {
-                        line.push_str(&" ".repeat(pad));
-                        line.push_str(cell);
+                        line.push_str(&pad);
+                        line.push_str(&cell);
                     }
                 }
                 line.push(' ');

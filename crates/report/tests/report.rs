@@ -499,13 +499,10 @@ fn summary_shows_the_numbers() {
     );
     assert_eq!(
         row("batch"),
-        ["batch", "ts", "5.48975ms", "54.9%", "-", "0", "0", "2"]
+        ["batch", "ts", "5.49ms", "54.9%", "-", "0", "0", "2"]
     );
-    assert_eq!(
-        row("root"),
-        ["root", "fixed_priority", "10.47975ms", "104.8%"]
-    );
-    assert_eq!(row("rogue"), ["rogue", "(gone)", "rialto", "0ns", "0.0%"]);
+    assert_eq!(row("root"), ["root", "fixed_priority", "10.5ms", "104.8%"]);
+    assert_eq!(row("rogue"), ["rogue", "(gone)", "rialto", "0", "0.0%"]);
     assert!(s.contains("idle 47.5%"), "{s}");
     assert!(s.contains("events 100 (50.0k/s wall)"), "{s}");
     assert!(s.contains("deadline misses 2/6"), "{s}");
@@ -523,6 +520,25 @@ fn summary_shows_the_numbers() {
         .collect();
     let width = table[0].len();
     assert!(table.iter().all(|l| l.len() == width), "{table:#?}");
+}
+
+#[test]
+fn summary_in_colour_is_the_plain_summary_with_escape_codes_added() {
+    let r = fixture::result();
+    let coloured = hsched_report::summary_styled(&r, true);
+    assert!(coloured.contains('\x1b'), "{coloured}");
+    // Strip each `ESC [ ... m`: what remains is the plain text, columns and all.
+    let mut plain = String::new();
+    let mut chars = coloured.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            chars.by_ref().find(|&c| c == 'm');
+        } else {
+            plain.push(c);
+        }
+    }
+    assert_eq!(plain, summary(&r));
+    assert_eq!(hsched_report::summary_styled(&r, false), summary(&r));
 }
 
 #[test]

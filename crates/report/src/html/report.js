@@ -499,29 +499,75 @@
     }
     return D.shares.cpus.map(function (ns, i) { return { name: "cpu" + i, colour: colourAt(i), ns: ns }; });
   }
+  // Each bin's share, averaged over `w` bins centred on it (w = 1: as
+  // recorded), so a line of 10 ms bins that flips between 0 and 1 reads as
+  // the share it averages to.
+  function smoothed(ns, w) {
+    var share = ns.map(function (v, i) { return v / binLen(i); });
+    if (w <= 1) return share;
+    var half = Math.floor(w / 2);
+    return share.map(function (_, i) {
+      var lo = Math.max(0, i - half), hi = Math.min(share.length, i + half + 1), sum = 0;
+      for (var k = lo; k < hi; k++) sum += share[k];
+      return sum / (hi - lo);
+    });
+  }
+  function shareWindow() {
+    var select = document.getElementById("share-smooth");
+    return select ? Math.max(1, +select.value) : 1;
+  }
   function drawShares() {
     var series = shareSeries();
     toggleLegend("share-legend", series, shareHidden, drawShares);
     var c = setupCanvas(document.getElementById("share-canvas"), 300);
-    var ymax = 1;
-    series.forEach(function (s) {
-      if (shareHidden[s.name]) return;
-      s.ns.forEach(function (v, i) { ymax = Math.max(ymax, v / binLen(i)); });
+    var w = shareWindow();
+    var stacked = document.getElementById("share-stacked").checked;
+    var shown = series.filter(function (s) { return !shareHidden[s.name]; });
+    shown.forEach(function (s) { s.values = smoothed(s.ns, w); });
+    // Stacked: each series sits on the sum of those before it.
+    var base = [];
+    for (var i = 0; i < D.shares.bins; i++) base.push(0);
+    shown.forEach(function (s) {
+      s.low = base.slice();
+      if (stacked) s.values.forEach(function (v, i) { base[i] += v; });
+      s.high = stacked ? base.slice() : s.values;
     });
+    var ymax = 1;
+    shown.forEach(function (s) { s.high.forEach(function (v) { ymax = Math.max(ymax, v); }); });
     var a = axes(c, { x: [0, HORIZON], y: [0, ymax * 1.05], xlabel: "time",
       ylabel: "share of one CPU", yfmt: function (v) { return trimNumber(v); } });
     var ctx = a.ctx;
     ctx.lineWidth = 1.6;
-    series.forEach(function (s) {
-      if (shareHidden[s.name]) return;
-      ctx.strokeStyle = s.colour;
+    // Smoothed values are drawn through the bins' middles; recorded ones as steps.
+    function trace(values, forward) {
+      var n = values.length;
+      for (var k = 0; k < n; k++) {
+        var i = forward ? k : n - 1 - k;
+        var t0 = i * D.shares.bin_ns, t1 = t0 + binLen(i), y = a.Y(values[i]);
+        if (w > 1) {
+          var x = a.X((t0 + t1) / 2);
+          if (k === 0 && forward) ctx.moveTo(x, y); else ctx.lineTo(x, y);
+        } else {
+          var xa = a.X(forward ? t0 : t1), xb = a.X(forward ? t1 : t0);
+          if (k === 0 && forward) ctx.moveTo(xa, y); else ctx.lineTo(xa, y);
+          ctx.lineTo(xb, y);
+        }
+      }
+    }
+    shown.forEach(function (s) {
       ctx.beginPath();
-      s.ns.forEach(function (v, i) {
-        var y = a.Y(v / binLen(i)), x0 = a.X(i * D.shares.bin_ns), x1 = a.X(i * D.shares.bin_ns + binLen(i));
-        if (i === 0) ctx.moveTo(x0, y); else ctx.lineTo(x0, y);
-        ctx.lineTo(x1, y);
-      });
-      ctx.stroke();
+      trace(s.high, true);
+      if (stacked) {
+        trace(s.low, false);
+        ctx.closePath();
+        ctx.globalAlpha = 0.75;
+        ctx.fillStyle = s.colour;
+        ctx.fill();
+        ctx.globalAlpha = 1;
+      } else {
+        ctx.strokeStyle = s.colour;
+        ctx.stroke();
+      }
     });
     var canvas = document.getElementById("share-canvas");
     canvas.onmousemove = function (e) {
@@ -530,7 +576,7 @@
       var t = (mx - a.box.l) / (a.box.r - a.box.l) * HORIZON;
       var i = Math.min(D.shares.bins - 1, Math.floor(t / D.shares.bin_ns));
       var rows = series.filter(function (s) { return !shareHidden[s.name]; })
-        .map(function (s) { return [s.name, s.ns[i] / binLen(i)]; })
+        .map(function (s) { return [s.name, smoothed(s.ns, shareWindow())[i]]; })
         .sort(function (x, y) { return y[1] - x[1]; }).slice(0, 14);
       showTip(e, fmtNs(i * D.shares.bin_ns) + " → " + fmtNs(i * D.shares.bin_ns + binLen(i)) + "\n" +
         rows.map(function (r) { return r[0] + ": " + fmtShare(r[1]); }).join("\n"));
@@ -546,6 +592,20 @@
     document.querySelectorAll("input[name=share-by]").forEach(function (input) {
       input.addEventListener("change", function () { shareMode = input.value; drawShares(); });
     });
+    // Views: the bins as recorded, and moving averages over about 1/100 and
+    // 1/25 of the run (the smoothest is the default).
+    var select = document.getElementById("share-smooth");
+    var choices = [[1, "bins of " + fmtNs(D.shares.bin_ns) + " (as recorded)"]];
+    [100, 25].forEach(function (parts) {
+      var w = Math.max(1, Math.round(D.shares.bins / parts));
+      if (w > 1 && choices.every(function (c) { return c[0] !== w; })) {
+        choices.push([w, "averaged over " + fmtNs(w * D.shares.bin_ns)]);
+      }
+    });
+    choices.forEach(function (c) { select.appendChild(el("option", { value: String(c[0]), text: c[1] })); });
+    select.value = String(choices[choices.length - 1][0]);
+    select.addEventListener("change", drawShares);
+    document.getElementById("share-stacked").addEventListener("change", drawShares);
     drawShares();
   }
 
@@ -568,12 +628,39 @@
       if (cdfHidden[s.name]) return;
       s.points.forEach(function (p) { xmax = Math.max(xmax, p[0]); if (p[0] > 0) xmin = Math.min(xmin, p[0]); });
     });
+    // A thread woken once or twice can stretch the axis so far that every
+    // other curve is a wall at 0: unless the whole range is asked for, the
+    // axis ends past the 99th percentile of the threads woken often enough
+    // to have one, and what lies beyond runs off the right edge.
+    var OFTEN = 20, whole = document.getElementById("cdf-all").checked, focus = 0;
+    series.forEach(function (s) {
+      if (cdfHidden[s.name] || s.n < OFTEN) return;
+      var p99 = s.points.find(function (p) { return p[1] >= 0.99 * s.n; });
+      if (p99) focus = Math.max(focus, p99[0]);
+    });
+    var full = xmax, cut = !whole && focus > 0 && focus * 1.25 < xmax;
+    if (cut) xmax = focus * 1.25;
+    var beyond = 0;
+    if (cut) series.forEach(function (s) {
+      if (cdfHidden[s.name]) return;
+      var within = 0;
+      s.points.forEach(function (p) { if (p[0] <= xmax) within = p[1]; });
+      beyond += s.n - within;
+    });
+    document.getElementById("cdf-note").textContent = cut ?
+      "The axis ends at " + fmtNs(xmax) + " (past the 99th percentile of the threads woken " + OFTEN +
+      " times or more); " + beyond + " wakeup" + (beyond === 1 ? "" : "s") + " up to " + fmtNs(full) +
+      " lie beyond it. Tick \u201cwhole range\u201d to see them." : "";
     var log = document.getElementById("cdf-log").checked;
     var a = axes(c, { x: [log ? Math.min(xmin, xmax) / 2 : 0, xmax * 1.02], y: [0, 1], xlog: log,
       xlabel: "wakeup-to-dispatch latency", ylabel: "fraction of wakeups",
       yfmt: function (v) { return (100 * v).toFixed(0) + " %"; } });
     var ctx = a.ctx;
     ctx.lineWidth = 1.8;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(a.box.l, a.box.t - 2, a.box.r - a.box.l, a.box.b - a.box.t + 4);
+    ctx.clip();
     series.forEach(function (s) {
       if (cdfHidden[s.name]) return;
       ctx.strokeStyle = s.colour;
@@ -585,9 +672,10 @@
         prev = p[1] / s.n;
         ctx.lineTo(a.X(p[0]), a.Y(prev));
       });
-      ctx.lineTo(a.box.r, a.Y(prev));
+      ctx.lineTo(Math.max(a.box.r, a.X(s.points[s.points.length - 1][0])), a.Y(prev));
       ctx.stroke();
     });
+    ctx.restore();
     canvas.onmousemove = function (e) {
       var rect = canvas.getBoundingClientRect(), mx = e.clientX - rect.left;
       if (mx < a.box.l || mx > a.box.r) return hideTip();
@@ -663,6 +751,7 @@
   timeline();
   shares();
   document.getElementById("cdf-log").addEventListener("change", drawCdf);
+  document.getElementById("cdf-all").addEventListener("change", drawCdf);
   drawCdf();
   histograms();
   var resizeTimer = null;
