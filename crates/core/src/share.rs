@@ -411,7 +411,16 @@ mod tests {
         assert_eq!(p("0.5/2"), Ok(Share::new(1, 4).unwrap()));
         assert_eq!(p("12.5%"), Ok(Share::new(1, 8).unwrap()));
         assert_eq!(p("3"), Ok(Share::integer(3)));
-        for bad in ["", ".", "x", "-0.5", "1/0", "0.5.1", "1e-3", "0.1234567890123456789"] {
+        for bad in [
+            "",
+            ".",
+            "x",
+            "-0.5",
+            "1/0",
+            "0.5.1",
+            "1e-3",
+            "0.1234567890123456789",
+        ] {
             assert!(p(bad).is_err(), "{bad:?} was accepted");
         }
     }
@@ -419,7 +428,9 @@ mod tests {
     #[test]
     fn ranges_refuse_with_the_reason() {
         assert!(Share::parse("0", ShareRange::AtMostOne).is_ok());
-        assert!(Share::parse("0", ShareRange::Rate).unwrap_err().contains("is 0"));
+        assert!(Share::parse("0", ShareRange::Rate)
+            .unwrap_err()
+            .contains("is 0"));
         let e = Share::parse("3/2", ShareRange::Rate).unwrap_err();
         assert!(e.contains("more than 1") && e.contains("(0, 1]"), "{e}");
         assert!(Share::parse("150%", ShareRange::AtMostOne).is_err());
