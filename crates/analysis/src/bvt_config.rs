@@ -35,10 +35,8 @@
 //! in the same window); it is deliberately conservative.
 
 use hsched_core::share::{gcd, lcm};
-use hsched_core::Duration;
+use hsched_core::{Duration, Share};
 use std::fmt;
-
-use hsched_core::Share;
 
 /// `d · r`, rounded down to whole nanoseconds; `None` on overflow.
 fn scale_duration(d: Duration, r: Share) -> Option<Duration> {

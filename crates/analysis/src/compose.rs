@@ -24,8 +24,7 @@
 use crate::guarantee::{mul_share_down, Guarantee};
 use crate::rewrite::{self, Derivation};
 use crate::rules::{self, Child, ChildKind, Input, Label, Node, Problem, RuleBook, Severity};
-use hsched_core::Share;
-use hsched_core::{Instant, Msg};
+use hsched_core::{Instant, Msg, Share};
 use hsched_model::{Op, Scenario, Target};
 use std::collections::{HashMap, HashSet};
 use std::fmt;

@@ -48,8 +48,7 @@
 //! Conversions between guarantees (Table 2, Theorems 1–6, the SFQ rule of
 //! §5.1) are in [`crate::rewrite`].
 
-use hsched_core::Duration;
-use hsched_core::{Share, ShareRange};
+use hsched_core::{Duration, Share, ShareRange};
 use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;

@@ -124,8 +124,7 @@
 
 use crate::guarantee::{cmp_fractions, ms_exact, mul_share_down, ns_ceil, Guarantee, Kind, Limit};
 use crate::guarantee::{Reservation, Shape};
-use hsched_core::Duration;
-use hsched_core::Share;
+use hsched_core::{Duration, Share};
 use std::cmp::Ordering;
 use std::fmt;
 

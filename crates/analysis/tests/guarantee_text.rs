@@ -3,8 +3,7 @@
 
 use hsched_analysis::guarantee::{Guarantee, Kind, Limit, Reservation, Shape};
 use hsched_analysis::rewrite::implies;
-use hsched_core::Duration;
-use hsched_core::Share;
+use hsched_core::{Duration, Share};
 use proptest::prelude::*;
 
 fn parse(text: &str) -> Guarantee {

@@ -7,8 +7,7 @@ use hsched_analysis::guarantee::{Guarantee, Kind, Limit, Shape};
 use hsched_analysis::rewrite::{
     implies, rewritable, sfq_child, strongest, to_reservation, why_not, DEFAULT_PERIOD,
 };
-use hsched_core::Duration;
-use hsched_core::Share;
+use hsched_core::{Duration, Share};
 use proptest::prelude::*;
 
 fn g(text: &str) -> Guarantee {

@@ -12,8 +12,7 @@ use hsched_analysis::rewrite::{
     basic_supply, continuous_supply, implies, sfq_child, strongest, to_reservation, EPSILON,
 };
 use hsched_analysis::schedule_check::Schedule;
-use hsched_core::Duration;
-use hsched_core::Share;
+use hsched_core::{Duration, Share};
 use proptest::prelude::*;
 use rand::Rng;
 

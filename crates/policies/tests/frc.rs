@@ -2,8 +2,7 @@
 //! picosecond, the no-preemption-before-w rule, proportional sharing,
 //! differential admission control (§3.1) and the parsers.
 
-use hsched_core::{ChildId, Duration, Effect, Instant, Params, ParentVp, Value};
-use hsched_core::{Share, ShareRange};
+use hsched_core::{ChildId, Duration, Effect, Instant, Params, ParentVp, Share, ShareRange, Value};
 use hsched_policies::frc::{parse_classes, Frc, FINISH_SCALE};
 use hsched_policies::testkit::{Harness, Parent, Step};
 use proptest::prelude::*;

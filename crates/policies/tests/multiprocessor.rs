@@ -6,8 +6,7 @@
 //! runs that keep every rule (the harness checks the invariants, placement
 //! included, after each callback).
 
-use hsched_core::Share;
-use hsched_core::{ChildId, Duration, Instant, Msg, Params, ParentVp, Reply, Value};
+use hsched_core::{ChildId, Duration, Instant, Msg, Params, ParentVp, Reply, Share, Value};
 use hsched_policies::dbs::partitioned::DbsParts;
 use hsched_policies::dbs::Dbs;
 use hsched_policies::partition::Fit;

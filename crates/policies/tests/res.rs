@@ -7,9 +7,8 @@
 
 use hsched_core::{
     ChildId, CpuId, Dispatch, Duration, Effect, Instant, Msg, Params, ParentVp, Reply, Scheduler,
-    Value, VpState,
+    Share, ShareRange, Value, VpState,
 };
-use hsched_core::{Share, ShareRange};
 use hsched_policies::res::{Res, Util};
 use hsched_policies::testkit::{Harness, Host, Parent, Segment, Step};
 use proptest::prelude::*;

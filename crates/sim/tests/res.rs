@@ -5,8 +5,7 @@
 //! slower processor gets `rate * (d_{n+1} - d_n)` between its announced
 //! deadlines, and its threads their amounts in that processor's time.
 
-use hsched_core::{Duration, Instant, Msg, Params, ThreadId, Value};
-use hsched_core::{Share, ShareRange};
+use hsched_core::{Duration, Instant, Msg, Params, Share, ShareRange, ThreadId, Value};
 use hsched_model::{
     Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
     SegmentKind, Target, ThreadSpec,

@@ -32,8 +32,7 @@ use hsched_analysis::compose::analyse;
 use hsched_analysis::guarantee::{Guarantee, Shape};
 use hsched_analysis::rules::RuleBook;
 use hsched_analysis::schedule_check::Schedule;
-use hsched_core::Share;
-use hsched_core::{Duration, Instant, Msg, Params, Value};
+use hsched_core::{Duration, Instant, Msg, Params, Share, Value};
 use hsched_model::{
     Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
     SegmentKind, Target, ThreadSpec,

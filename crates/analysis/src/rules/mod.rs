@@ -54,8 +54,7 @@ pub mod reservation;
 
 use crate::guarantee::{Guarantee, Kind};
 use crate::rewrite::Derivation;
-use hsched_core::Share;
-use hsched_core::{Duration, Instant, Msg, Params, Value};
+use hsched_core::{Duration, Instant, Msg, Params, Share, Value};
 use hsched_model::Machine;
 use notation::Row;
 use std::collections::BTreeMap;

@@ -28,8 +28,7 @@
 use super::{rate_text, share_sum, str_param, Label, Node, Severity, Verdict};
 use crate::guarantee::{Guarantee, Kind, Reservation};
 use crate::rewrite::{self, Derivation};
-use hsched_core::Duration;
-use hsched_core::Share;
+use hsched_core::{Duration, Share};
 use std::fmt;
 
 /// One side of a conversion: a kind (or `any`), one or many.

@@ -31,8 +31,7 @@
 use super::{duration_param, int_param, Eval, Label, Node, Severity, Verdict};
 use crate::guarantee::{Guarantee, Kind};
 use crate::rewrite::{self, Derivation};
-use hsched_core::Duration;
-use hsched_core::Share;
+use hsched_core::{Duration, Share};
 
 /// (policy, Table 1 row, rule).
 pub const RULES: &[(&str, &str, Eval)] = &[

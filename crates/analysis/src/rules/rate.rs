@@ -61,8 +61,7 @@ use super::proportional::{as_ps, usable};
 use super::{duration_param, rate_text, str_param, Eval, Label, Node, Severity};
 use super::{Child, ChildKind, Verdict};
 use crate::guarantee::Guarantee;
-use hsched_core::Share;
-use hsched_core::{Duration, Instant};
+use hsched_core::{Duration, Instant, Share};
 use hsched_policies::frc::{self as frc_policy, ServiceClass};
 use hsched_policies::hfsc::{self as hfsc_policy, Fit as HfscFit, Mode as HfscMode, ServiceCurve};
 

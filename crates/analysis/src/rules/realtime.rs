@@ -39,8 +39,7 @@
 
 use super::{duration_param, Eval, Label, Node, Severity, Verdict};
 use crate::guarantee::{Guarantee, Limit, Shape};
-use hsched_core::Duration;
-use hsched_core::Share;
+use hsched_core::{Duration, Share};
 
 /// (policy, Table 1 row, rule).
 pub const RULES: &[(&str, &str, Eval)] =

@@ -79,8 +79,7 @@ use super::{
 };
 use crate::guarantee::{Guarantee, Kind, Limit, Shape};
 use crate::rewrite;
-use hsched_core::{Duration, Instant};
-use hsched_core::{Share, ShareRange};
+use hsched_core::{Duration, Instant, Share, ShareRange};
 use hsched_policies::partition::{Fit, Mode};
 use std::collections::BTreeMap;
 

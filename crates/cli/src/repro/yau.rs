@@ -9,8 +9,7 @@
 use super::{scenario, simulate, simulate_with, Bound, Check, Entry};
 use crate::repro::parse;
 use hsched_analysis::throughput::{self, Competition};
-use hsched_core::{Instant, Params, ThreadId, Value};
-use hsched_core::{Share, ShareRange};
+use hsched_core::{Instant, Params, Share, ShareRange, ThreadId, Value};
 use hsched_model::{RunResult, SegmentKind};
 
 const MS: u64 = 1_000_000;
