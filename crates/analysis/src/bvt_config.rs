@@ -25,7 +25,7 @@
 //! charge for running `t` is `ceil(t/mcu)` mcu. The paper's `L_i/w_i` ("the
 //! amount the thread's AVT increases by running for the full `L_i`") is
 //! therefore `ceil(L_i/mcu)·m_i` units here. Shares are exact fractions
-//! ([`Ratio`]): nothing computed here goes through floating point.
+//! ([`Share`]): nothing computed here goes through floating point.
 //!
 //! Limits. The paper states no approximation tolerance for the advances, so
 //! they represent the shares *exactly* (the smallest such integers); shares
@@ -34,14 +34,12 @@
 //! worst case per thread (it assumes every unlimited warper takes its warp
 //! in the same window); it is deliberately conservative.
 
-use crate::ratio::{gcd_u128, lcm};
-use hsched_core::Duration;
+use hsched_core::share::{gcd, lcm};
+use hsched_core::{Duration, Share};
 use std::fmt;
 
-pub use crate::ratio::Ratio;
-
 /// `d · r`, rounded down to whole nanoseconds; `None` on overflow.
-fn scale_duration(d: Duration, r: Ratio) -> Option<Duration> {
+fn scale_duration(d: Duration, r: Share) -> Option<Duration> {
     let ns = u128::from(d.as_nanos()) * u128::from(r.num()) / u128::from(r.den());
     u64::try_from(ns).ok().map(Duration::from_nanos)
 }
@@ -61,7 +59,7 @@ pub enum ConfigError {
     },
     /// The shares add up to more than the whole CPU.
     SharesExceedCpu {
-        total: Ratio,
+        total: Share,
     },
     /// An mcu advance of 0 would make a thread's virtual time stand still.
     ZeroAdvance {
@@ -188,15 +186,16 @@ impl BvtClock {
 /// advances 6, 2, 1.
 ///
 /// ```
-/// use hsched_analysis::bvt_config::{advances_from_shares, Ratio};
-/// let shares = [Ratio::percent(10), Ratio::percent(30), Ratio::percent(60)];
+/// use hsched_analysis::bvt_config::advances_from_shares;
+/// use hsched_core::Share;
+/// let shares = [Share::percent(10), Share::percent(30), Share::percent(60)];
 /// assert_eq!(advances_from_shares(&shares).unwrap(), vec![6, 2, 1]);
 /// ```
-pub fn advances_from_shares(shares: &[Ratio]) -> Result<Vec<u64>, ConfigError> {
+pub fn advances_from_shares(shares: &[Share]) -> Result<Vec<u64>, ConfigError> {
     if shares.is_empty() {
         return Err(ConfigError::NoThreads);
     }
-    let mut total = Ratio::ZERO;
+    let mut total = Share::ZERO;
     let mut common = 1u64; // lcm of the shares' numerators
     for (i, s) in shares.iter().enumerate() {
         if s.is_zero() {
@@ -211,7 +210,7 @@ pub fn advances_from_shares(shares: &[Ratio]) -> Result<Vec<u64>, ConfigError> {
             what: "the advances' common multiple",
         })?;
     }
-    if total > Ratio::ONE {
+    if total > Share::ONE {
         return Err(ConfigError::SharesExceedCpu { total });
     }
     // reciprocal · lcm = q_i · (lcm / p_i): an integer by construction.
@@ -219,7 +218,7 @@ pub fn advances_from_shares(shares: &[Ratio]) -> Result<Vec<u64>, ConfigError> {
         .iter()
         .map(|s| u128::from(s.den()) * u128::from(common / s.num()))
         .collect();
-    let g = scaled.iter().fold(0u128, |g, &m| gcd_u128(g, m));
+    let g = scaled.iter().fold(0u128, |g, &m| gcd(g, m));
     scaled
         .iter()
         .map(|&m| {
@@ -249,12 +248,13 @@ impl Window {
     /// Thread `i`'s share over `W`: `(V/m_i) / W`, exactly.
     ///
     /// ```
-    /// use hsched_analysis::bvt_config::{window_from_advances, Ratio};
+    /// use hsched_analysis::bvt_config::window_from_advances;
+    /// use hsched_core::Share;
     /// let w = window_from_advances(&[6, 2, 1], 2).unwrap();
-    /// assert_eq!(w.share(1), Ratio::percent(30));
+    /// assert_eq!(w.share(1), Share::percent(30));
     /// ```
-    pub fn share(&self, i: usize) -> Ratio {
-        Ratio::new(self.run_mcu[i], self.physical_window_mcu).expect("W > 0")
+    pub fn share(&self, i: usize) -> Share {
+        Share::new(self.run_mcu[i], self.physical_window_mcu).expect("W > 0")
     }
     /// `W` as time; `None` on overflow.
     ///
@@ -331,11 +331,12 @@ pub fn window_from_advances(advances: &[u64], c_mcu: u64) -> Result<Window, Conf
 /// §6.1.1 end to end: shares → advances → `V`, `W`.
 ///
 /// ```
-/// use hsched_analysis::bvt_config::{window_from_shares, Ratio};
-/// let w = window_from_shares(&[Ratio::percent(10), Ratio::percent(30), Ratio::percent(60)], 2).unwrap();
+/// use hsched_analysis::bvt_config::window_from_shares;
+/// use hsched_core::Share;
+/// let w = window_from_shares(&[Share::percent(10), Share::percent(30), Share::percent(60)], 2).unwrap();
 /// assert_eq!((w.advances.clone(), w.virtual_window, w.physical_window_mcu), (vec![6, 2, 1], 12, 20));
 /// ```
-pub fn window_from_shares(shares: &[Ratio], c_mcu: u64) -> Result<Window, ConfigError> {
+pub fn window_from_shares(shares: &[Share], c_mcu: u64) -> Result<Window, ConfigError> {
     window_from_advances(&advances_from_shares(shares)?, c_mcu)
 }
 
@@ -352,15 +353,16 @@ pub fn window_from_shares(shares: &[Ratio], c_mcu: u64) -> Result<Window, Config
 /// with a 1-mcu quantum that is an advance of 10:
 ///
 /// ```
-/// use hsched_analysis::bvt_config::{warp_lead_mcu, Ratio};
-/// assert_eq!(warp_lead_mcu(50, 10), Some(Ratio::integer(5)));
+/// use hsched_analysis::bvt_config::warp_lead_mcu;
+/// use hsched_core::Share;
+/// assert_eq!(warp_lead_mcu(50, 10), Some(Share::integer(5)));
 /// ```
 ///
 /// The allowance C is not included: once level with the others, the thread
 /// keeps the CPU up to C longer before a switch (§2.1), which the paper's
 /// "up to five quanta" leaves out.
-pub fn warp_lead_mcu(warp: u64, advance: u64) -> Option<Ratio> {
-    Ratio::new(warp, advance)
+pub fn warp_lead_mcu(warp: u64, advance: u64) -> Option<Share> {
+    Share::new(warp, advance)
 }
 
 /// The warp (virtual units, rounded up) that lets a thread with `advance`
@@ -382,12 +384,13 @@ pub fn warp_units(lead: Duration, advance: u64, clock: &BvtClock) -> Option<u64>
 /// to advance" (`W_i` is the warp, `V` the virtual window), exactly.
 ///
 /// ```
-/// use hsched_analysis::bvt_config::{warp_windows, window_from_advances, Ratio};
+/// use hsched_analysis::bvt_config::{warp_windows, window_from_advances};
+/// use hsched_core::Share;
 /// let w = window_from_advances(&[6, 2, 1], 2).unwrap(); // V = 12
-/// assert_eq!(warp_windows(48, &w), Ratio::integer(4));
+/// assert_eq!(warp_windows(48, &w), Share::integer(4));
 /// ```
-pub fn warp_windows(warp: u64, window: &Window) -> Ratio {
-    Ratio::new(warp, window.virtual_window).expect("V > 0")
+pub fn warp_windows(warp: u64, window: &Window) -> Share {
+    Share::new(warp, window.virtual_window).expect("V > 0")
 }
 
 /// §6.1.1: the worst-case share of a thread with share `share` whose warp
@@ -404,19 +407,20 @@ pub fn warp_windows(warp: u64, window: &Window) -> Ratio {
 /// nothing here). `None` if `windows` is 0 or on overflow.
 ///
 /// ```
-/// use hsched_analysis::bvt_config::{worst_case_share, Ratio};
-/// let w = Ratio::percent(5);
-/// assert_eq!(worst_case_share(w, Ratio::integer(4), 1), Some(Ratio::percent(20)));
+/// use hsched_analysis::bvt_config::worst_case_share;
+/// use hsched_core::Share;
+/// let w = Share::percent(5);
+/// assert_eq!(worst_case_share(w, Share::integer(4), 1), Some(Share::percent(20)));
 /// // 7 shares over 4 windows: 7/4 · 5 % = 8.75 %, "less than twice its share".
-/// assert_eq!(worst_case_share(w, Ratio::integer(4), 4), Ratio::new(7, 80));
+/// assert_eq!(worst_case_share(w, Share::integer(4), 4), Share::new(7, 80));
 /// ```
-pub fn worst_case_share(share: Ratio, m: Ratio, windows: u64) -> Option<Ratio> {
+pub fn worst_case_share(share: Share, m: Share, windows: u64) -> Option<Share> {
     if windows == 0 {
         return None;
     }
-    let k = Ratio::integer(windows);
+    let k = Share::integer(windows);
     // k + m − 1, floored at k (m < 1 borrows less than a share).
-    let shares_used = k.checked_add(m)?.checked_sub(Ratio::ONE)?.max(k);
+    let shares_used = k.checked_add(m)?.checked_sub(Share::ONE)?.max(k);
     share.checked_mul(shares_used.checked_div(k)?)
 }
 
@@ -553,7 +557,7 @@ pub fn warps_for_advances(
 /// One RE thread of a priority level, by its share.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PrioThread {
-    pub share: Ratio,
+    pub share: Share,
     /// `L_i`; 0 means no warp time limit.
     pub warp_limit: Duration,
 }
@@ -574,11 +578,12 @@ pub struct WarpPlan {
 /// windows and the warp of each level.
 ///
 /// ```
-/// use hsched_analysis::bvt_config::{warps_from_priorities, BvtClock, PrioThread, Ratio};
+/// use hsched_analysis::bvt_config::{warps_from_priorities, BvtClock, PrioThread};
+/// use hsched_core::Share;
 /// use hsched_core::Duration;
 /// let ms = Duration::from_millis;
 /// let clock = BvtClock::new(ms(1), ms(10)).unwrap();
-/// let t = |pct, l| PrioThread { share: Ratio::percent(pct), warp_limit: l };
+/// let t = |pct, l| PrioThread { share: Share::percent(pct), warp_limit: l };
 /// // §6.2.2: MPEG weight 10 (vs 5), L = 20ms, above interactive threads.
 /// let plan = warps_from_priorities(
 ///     &[vec![t(10, ms(20))], vec![t(5, Duration::ZERO)], vec![t(5, Duration::ZERO)]],
@@ -591,7 +596,7 @@ pub fn warps_from_priorities(
     levels: &[Vec<PrioThread>],
     clock: &BvtClock,
 ) -> Result<WarpPlan, ConfigError> {
-    let shares: Vec<Ratio> = levels.iter().flatten().map(|t| t.share).collect();
+    let shares: Vec<Share> = levels.iter().flatten().map(|t| t.share).collect();
     let window = window_from_shares(&shares, clock.c_mcu())?;
     let mut flat = window.advances.iter();
     let advances: Vec<Vec<u64>> = levels
@@ -639,7 +644,7 @@ pub fn warps_from_priorities(
 pub struct ReThread {
     pub name: String,
     /// The reserved fraction of the CPU.
-    pub share: Ratio,
+    pub share: Share,
     /// Warp as lead time; zero for a thread that does not warp.
     pub warp_lead: Duration,
     /// `L_i` (0: no warp time limit).
@@ -652,11 +657,12 @@ impl ReThread {
     /// A thread that does not warp.
     ///
     /// ```
-    /// use hsched_analysis::bvt_config::{ReThread, Ratio};
-    /// let t = ReThread::new("review", Ratio::percent(10));
+    /// use hsched_analysis::bvt_config::ReThread;
+    /// use hsched_core::Share;
+    /// let t = ReThread::new("review", Share::percent(10));
     /// assert!(t.warp_lead.is_zero());
     /// ```
-    pub fn new(name: &str, share: Ratio) -> ReThread {
+    pub fn new(name: &str, share: Share) -> ReThread {
         ReThread {
             name: name.to_string(),
             share,
@@ -668,10 +674,11 @@ impl ReThread {
     /// The same thread, warping `lead` ahead with limits `L_i`, `U_i`.
     ///
     /// ```
-    /// use hsched_analysis::bvt_config::{ReThread, Ratio};
+    /// use hsched_analysis::bvt_config::ReThread;
+    /// use hsched_core::Share;
     /// use hsched_core::Duration;
     /// let ms = Duration::from_millis;
-    /// let t = ReThread::new("device", Ratio::percent(5)).warping(ms(50), ms(1), ms(99));
+    /// let t = ReThread::new("device", Share::percent(5)).warping(ms(50), ms(1), ms(99));
     /// assert_eq!(t.warp_limit, ms(1));
     /// ```
     pub fn warping(mut self, lead: Duration, warp_limit: Duration, unwarp: Duration) -> ReThread {
@@ -688,7 +695,7 @@ impl ReThread {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReSet {
     pub clock: BvtClock,
-    pub be_share: Ratio,
+    pub be_share: Share,
     pub threads: Vec<ReThread>,
 }
 
@@ -702,11 +709,11 @@ pub struct Admitted {
     pub warps: Vec<u64>,
     /// The share each RE thread is counted for: its own, or the §6.1.1
     /// worst case `m·w_i` for a warp unbounded by `U_i`.
-    pub counted: Vec<Ratio>,
+    pub counted: Vec<Share>,
     /// Σ counted + BE share.
-    pub reserved: Ratio,
+    pub reserved: Share,
     /// `1 − reserved`.
-    pub unallocated: Ratio,
+    pub unallocated: Share,
 }
 
 /// Why an RE thread was refused. The Display names the thread and the
@@ -717,17 +724,17 @@ pub enum Refusal {
     Overcommitted {
         thread: String,
         /// The share it is counted for.
-        needs: Ratio,
+        needs: Share,
         /// The share it asked for (differs when its warp is counted at the
         /// worst case).
-        requested: Ratio,
+        requested: Share,
         /// What the other RE threads are counted for.
-        others: Ratio,
-        be_share: Ratio,
+        others: Share,
+        be_share: Share,
         /// `1 − be_share − others` (0 if negative).
-        available: Ratio,
+        available: Share,
         /// `Σ counted + be_share − 1`.
-        short_by: Ratio,
+        short_by: Share,
         /// Whether unbounded warps were counted at `m·w_i`.
         worst_case: bool,
     },
@@ -811,7 +818,7 @@ impl std::error::Error for Refusal {}
 
 /// How one thread's warp is accounted for in admission.
 struct WarpAccount {
-    counted: Ratio,
+    counted: Share,
     /// For a warp bounded by `L_i`/`U_i`: (max warped time in W, share of W).
     bounded: Option<(Duration, Duration)>,
 }
@@ -820,7 +827,7 @@ struct WarpAccount {
 /// warp `L_i`/`U_i` bound counts its share (and must keep its warped time in
 /// `W` under that share); any other warper counts `m·w_i`.
 fn account(
-    share: Ratio,
+    share: Share,
     warp: u64,
     limit: Duration,
     unwarp: Duration,
@@ -874,25 +881,26 @@ fn account(
 /// scheduler), so `V`, `W` and the warps in units come out with it.
 ///
 /// ```
-/// use hsched_analysis::bvt_config::{admit, BvtClock, ReSet, ReThread, Ratio};
+/// use hsched_analysis::bvt_config::{admit, BvtClock, ReSet, ReThread};
+/// use hsched_core::Share;
 /// use hsched_core::Duration;
 /// let ms = Duration::from_millis;
 /// let set = ReSet {
 ///     clock: BvtClock::new(ms(10), ms(20)).unwrap(),
-///     be_share: Ratio::ZERO,
+///     be_share: Share::ZERO,
 ///     threads: vec![
-///         ReThread::new("a", Ratio::percent(10)),
-///         ReThread::new("b", Ratio::percent(30)),
-///         ReThread::new("c", Ratio::percent(55)),
+///         ReThread::new("a", Share::percent(10)),
+///         ReThread::new("b", Share::percent(30)),
+///         ReThread::new("c", Share::percent(55)),
 ///     ],
 /// };
 /// // 10 % when only 5 % is unallocated: refused, short by 5 %.
-/// let refusal = admit(&set, &ReThread::new("d", Ratio::percent(10))).unwrap_err();
+/// let refusal = admit(&set, &ReThread::new("d", Share::percent(10))).unwrap_err();
 /// assert!(refusal.to_string().contains("only 5% is unallocated"));
 /// assert!(refusal.to_string().ends_with("short by 5%"));
 /// // 5 % fits exactly.
-/// let ok = admit(&set, &ReThread::new("d", Ratio::percent(5))).unwrap();
-/// assert_eq!(ok.unallocated, Ratio::ZERO);
+/// let ok = admit(&set, &ReThread::new("d", Share::percent(5))).unwrap();
+/// assert_eq!(ok.unallocated, Share::ZERO);
 /// ```
 pub fn admit(set: &ReSet, new: &ReThread) -> Result<Admitted, Refusal> {
     let all: Vec<&ReThread> = set.threads.iter().chain(std::iter::once(new)).collect();
@@ -913,29 +921,29 @@ pub fn admit(set: &ReSet, new: &ReThread) -> Result<Admitted, Refusal> {
         }
     }
     // 1. Plain shares.
-    let sum = |it: &[Ratio]| {
+    let sum = |it: &[Share]| {
         it.iter()
-            .try_fold(Ratio::ZERO, |a, s| a.checked_add(*s))
+            .try_fold(Share::ZERO, |a, s| a.checked_add(*s))
             .ok_or(overflow("the total share"))
     };
     let others = sum(&set.threads.iter().map(|t| t.share).collect::<Vec<_>>())?;
     let total = sum(&[others, new.share, set.be_share])?;
-    if total > Ratio::ONE {
+    if total > Share::ONE {
         return Err(Refusal::Overcommitted {
             thread: new.name.clone(),
             needs: new.share,
             requested: new.share,
             others,
             be_share: set.be_share,
-            available: Ratio::ONE
+            available: Share::ONE
                 .saturating_sub(set.be_share)
                 .saturating_sub(others),
-            short_by: total.saturating_sub(Ratio::ONE),
+            short_by: total.saturating_sub(Share::ONE),
             worst_case: false,
         });
     }
     // The node's children: RE threads, then the BE scheduler.
-    let mut shares: Vec<Ratio> = all.iter().map(|t| t.share).collect();
+    let mut shares: Vec<Share> = all.iter().map(|t| t.share).collect();
     if !set.be_share.is_zero() {
         shares.push(set.be_share);
     }
@@ -973,17 +981,17 @@ pub fn admit(set: &ReSet, new: &ReThread) -> Result<Admitted, Refusal> {
     let others = sum(&counted[..counted.len() - 1])?;
     let needs = *counted.last().expect("the new thread");
     let reserved = sum(&[others, needs, set.be_share])?;
-    if reserved > Ratio::ONE {
+    if reserved > Share::ONE {
         return Err(Refusal::Overcommitted {
             thread: new.name.clone(),
             needs,
             requested: new.share,
             others,
             be_share: set.be_share,
-            available: Ratio::ONE
+            available: Share::ONE
                 .saturating_sub(set.be_share)
                 .saturating_sub(others),
-            short_by: reserved.saturating_sub(Ratio::ONE),
+            short_by: reserved.saturating_sub(Share::ONE),
             worst_case: true,
         });
     }
@@ -992,7 +1000,7 @@ pub fn admit(set: &ReSet, new: &ReThread) -> Result<Admitted, Refusal> {
         warps,
         counted,
         reserved,
-        unallocated: Ratio::ONE.saturating_sub(reserved),
+        unallocated: Share::ONE.saturating_sub(reserved),
     })
 }
 
@@ -1019,15 +1027,15 @@ pub struct BvtChild {
 pub struct ChildView {
     pub child: BvtChild,
     /// Its share over `W`: `(V/m_i)/W`.
-    pub share: Ratio,
+    pub share: Share,
     /// `V/m_i`: the mcu it runs per window.
     pub run_mcu: u64,
     /// `W_i/m_i`: how many mcu its warp lets it run ahead (§6.2.3).
-    pub warp_lead_mcu: Ratio,
+    pub warp_lead_mcu: Share,
     /// `m = W_i/V` (§6.1.1).
-    pub warp_windows: Ratio,
+    pub warp_windows: Share,
     /// Its share, or `m·w_i` for a warp unbounded by `U_i` (§6.1.1).
-    pub counted_share: Ratio,
+    pub counted_share: Share,
     /// For a warp bounded by `L_i`/`U_i`: the most it runs warped in `W`.
     pub max_warped: Option<Duration>,
 }
@@ -1038,10 +1046,10 @@ pub enum Problem {
     /// §6.1.1: warps without an unwarp time requirement, counted at `m·w_i`,
     /// take more than the CPU within one window.
     WorstCaseOvercommitted {
-        total: Ratio,
-        over_by: Ratio,
+        total: Share,
+        over_by: Share,
         /// The children counted above their share, with `m` and the count.
-        warpers: Vec<(String, Ratio, Ratio)>,
+        warpers: Vec<(String, Share, Share)>,
     },
     /// §6.1.1: `L_i`/`U_i` let the child run warped longer in `W` than its
     /// share of `W`.
@@ -1120,7 +1128,8 @@ pub struct Description {
 /// shares, `V`, `W`, warp lead times and the problems the §6 rules find.
 ///
 /// ```
-/// use hsched_analysis::bvt_config::{describe, BvtChild, BvtClock, Ratio};
+/// use hsched_analysis::bvt_config::{describe, BvtChild, BvtClock};
+/// use hsched_core::Share;
 /// use hsched_core::Duration;
 /// let ms = Duration::from_millis;
 /// let child = |name: &str, advance| BvtChild {
@@ -1131,8 +1140,8 @@ pub struct Description {
 ///     &[child("a", 6), child("b", 2), child("c", 1)],
 ///     BvtClock::new(ms(10), ms(20)).unwrap(),
 /// ).unwrap();
-/// let shares: Vec<Ratio> = d.children.iter().map(|c| c.share).collect();
-/// assert_eq!(shares, [Ratio::percent(10), Ratio::percent(30), Ratio::percent(60)]);
+/// let shares: Vec<Share> = d.children.iter().map(|c| c.share).collect();
+/// assert_eq!(shares, [Share::percent(10), Share::percent(30), Share::percent(60)]);
 /// assert_eq!((d.window.virtual_window, d.window.physical_window_mcu), (12, 20));
 /// assert!(d.problems.is_empty());
 /// assert!(d.to_string().contains("W = 20 mcu = 200ms"));
@@ -1169,7 +1178,7 @@ pub fn describe(children: &[BvtChild], clock: BvtClock) -> Result<Description, C
             child: c.clone(),
             share,
             run_mcu: window.run_mcu[i],
-            warp_lead_mcu: Ratio::new(c.warp, c.advance).expect("advance > 0"),
+            warp_lead_mcu: Share::new(c.warp, c.advance).expect("advance > 0"),
             warp_windows: warp_windows(c.warp, &window),
             counted_share: acc.counted,
             max_warped: acc.bounded.map(|(w, _)| w),
@@ -1177,14 +1186,14 @@ pub fn describe(children: &[BvtChild], clock: BvtClock) -> Result<Description, C
     }
     let total = views
         .iter()
-        .try_fold(Ratio::ZERO, |a, v| a.checked_add(v.counted_share))
+        .try_fold(Share::ZERO, |a, v| a.checked_add(v.counted_share))
         .ok_or(ConfigError::Overflow {
             what: "the total worst-case share",
         })?;
-    if total > Ratio::ONE {
+    if total > Share::ONE {
         problems.push(Problem::WorstCaseOvercommitted {
             total,
-            over_by: total.saturating_sub(Ratio::ONE),
+            over_by: total.saturating_sub(Share::ONE),
             warpers: views
                 .iter()
                 .filter(|v| v.counted_share > v.share)
@@ -1230,7 +1239,7 @@ pub fn describe(children: &[BvtChild], clock: BvtClock) -> Result<Description, C
 }
 
 /// `mcu · r` as a readable time: exact when whole nanoseconds, else `≈`.
-fn mcu_time(clock: &BvtClock, r: Ratio) -> String {
+fn mcu_time(clock: &BvtClock, r: Share) -> String {
     let ns = u128::from(clock.mcu().as_nanos()) * u128::from(r.num());
     let den = u128::from(r.den());
     match u64::try_from(ns / den) {
@@ -1282,7 +1291,7 @@ impl fmt::Display for Description {
                 c.name.clone(),
                 c.advance.to_string(),
                 v.share.percent_string(),
-                mcu_time(&self.clock, Ratio::integer(v.run_mcu)),
+                mcu_time(&self.clock, Share::integer(v.run_mcu)),
                 c.warp.to_string(),
                 if warping {
                     mcu_time(&self.clock, v.warp_lead_mcu)
@@ -1343,8 +1352,8 @@ pub struct PaperNumber {
     /// Section of the BVT paper.
     pub section: &'static str,
     pub quantity: &'static str,
-    pub paper: Ratio,
-    pub computed: Ratio,
+    pub paper: Share,
+    pub computed: Share,
 }
 
 /// Every number §6 of the BVT paper states that this module computes, each
@@ -1359,7 +1368,7 @@ pub struct PaperNumber {
 /// ```
 pub fn paper_numbers() -> Vec<PaperNumber> {
     let mut out = Vec::new();
-    let mut push = |section, quantity, paper: Ratio, computed: Ratio| {
+    let mut push = |section, quantity, paper: Share, computed: Share| {
         out.push(PaperNumber {
             section,
             quantity,
@@ -1367,8 +1376,8 @@ pub fn paper_numbers() -> Vec<PaperNumber> {
             computed,
         })
     };
-    let int = Ratio::integer;
-    let pct = Ratio::percent;
+    let int = Share::integer;
+    let pct = Share::percent;
 
     // §6.1.1: 10 %, 30 %, 60 %, C = 2 mcu.
     let w = window_from_shares(&[pct(10), pct(30), pct(60)], 2).expect("the paper's example");
@@ -1433,7 +1442,7 @@ pub fn paper_numbers() -> Vec<PaperNumber> {
         .expect("10ms, C = 2 mcu");
     let set = ReSet {
         clock,
-        be_share: Ratio::ZERO,
+        be_share: Share::ZERO,
         threads: vec![
             ReThread::new("rt2", pct(5)),
             ReThread::new("a", pct(10)),
@@ -1447,7 +1456,7 @@ pub fn paper_numbers() -> Vec<PaperNumber> {
     let warper = ReThread::new("rt", pct(5)).warping(lead, Duration::ZERO, Duration::ZERO);
     let (m, counted) = match admit(&set, &warper) {
         Ok(a) => (warp_windows(a.warps[3], &a.window), a.counted[3]),
-        Err(_) => (Ratio::ZERO, Ratio::ZERO),
+        Err(_) => (Share::ZERO, Share::ZERO),
     };
     push(s, "m = W_i/V of the warping 5% thread", int(4), m);
     push(
@@ -1456,7 +1465,7 @@ pub fn paper_numbers() -> Vec<PaperNumber> {
         pct(20),
         counted,
     );
-    let over4 = worst_case_share(pct(5), m, 4).unwrap_or(Ratio::ZERO);
+    let over4 = worst_case_share(pct(5), m, 4).unwrap_or(Share::ZERO);
     push(
         s,
         "shares used over 4 windows with m = 4",
@@ -1465,7 +1474,7 @@ pub fn paper_numbers() -> Vec<PaperNumber> {
         over4
             .checked_mul(int(4))
             .and_then(|r| r.checked_div(pct(5)))
-            .unwrap_or(Ratio::ZERO),
+            .unwrap_or(Share::ZERO),
     );
     push(
         s,
@@ -1490,7 +1499,7 @@ pub fn paper_numbers() -> Vec<PaperNumber> {
             short_by,
             ..
         }) => (available, short_by),
-        _ => (Ratio::ONE, Ratio::ZERO),
+        _ => (Share::ONE, Share::ZERO),
     };
     push(s, "unallocated share when refusing 10%", pct(5), available);
     push(s, "refused 10% thread: short by", pct(5), short_by);
@@ -1512,8 +1521,8 @@ mod tests {
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
     }
-    fn pct(p: u64) -> Ratio {
-        Ratio::percent(p)
+    fn pct(p: u64) -> Share {
+        Share::percent(p)
     }
 
     #[test]
@@ -1522,7 +1531,7 @@ mod tests {
         // "the reciprocals are 10, 10/3, and 5/3"
         let recips: Vec<String> = shares
             .iter()
-            .map(|s| Ratio::ONE.checked_div(*s).unwrap().to_string())
+            .map(|s| Share::ONE.checked_div(*s).unwrap().to_string())
             .collect();
         assert_eq!(recips, ["10", "10/3", "5/3"]);
         let w = window_from_shares(&shares, 2).unwrap();
@@ -1541,10 +1550,10 @@ mod tests {
 
     #[test]
     fn advances_are_the_smallest_exact_integers() {
-        let a = |s: &[Ratio]| advances_from_shares(s).unwrap();
+        let a = |s: &[Share]| advances_from_shares(s).unwrap();
         assert_eq!(a(&[pct(50), pct(50)]), [1, 1]);
         assert_eq!(
-            a(&[Ratio::new(1, 3).unwrap(), Ratio::new(2, 3).unwrap()]),
+            a(&[Share::new(1, 3).unwrap(), Share::new(2, 3).unwrap()]),
             [2, 1]
         );
         // 33/33/34: 100/33 : 100/33 : 50/17 = 34 : 34 : 33, no smaller.
@@ -1556,7 +1565,7 @@ mod tests {
             Err(ConfigError::SharesExceedCpu { total: pct(110) })
         );
         assert!(matches!(
-            advances_from_shares(&[pct(10), Ratio::ZERO]),
+            advances_from_shares(&[pct(10), Share::ZERO]),
             Err(ConfigError::ZeroShare { .. })
         ));
         assert_eq!(advances_from_shares(&[]), Err(ConfigError::NoThreads));
@@ -1589,7 +1598,7 @@ mod tests {
         // allow for 20% … if the actual CPU share allocated was 5 percent."
         let w = window_from_shares(&[pct(5), pct(5), pct(10), pct(30), pct(50)], 2).unwrap();
         let m = warp_windows(4 * w.virtual_window, &w);
-        assert_eq!(m, Ratio::integer(4));
+        assert_eq!(m, Share::integer(4));
         assert_eq!(worst_case_share(pct(5), m, 1), Some(pct(20)));
         // "with an application scheduling window of 4 times the minimal or
         // 80 mcu, the above thread can use at most 7 times its CPU share over
@@ -1597,11 +1606,11 @@ mod tests {
         let original = window_from_shares(&[pct(10), pct(30), pct(60)], 2).unwrap();
         assert_eq!(4 * original.physical_window_mcu, 80);
         let over4 = worst_case_share(pct(5), m, 4).unwrap();
-        assert_eq!(over4.checked_mul(Ratio::integer(4)), Some(pct(5 * 7)));
+        assert_eq!(over4.checked_mul(Share::integer(4)), Some(pct(5 * 7)));
         assert!(over4 < pct(10));
         // A warp under one window counts no more than the share.
         assert_eq!(
-            worst_case_share(pct(5), Ratio::new(1, 2).unwrap(), 1),
+            worst_case_share(pct(5), Share::new(1, 2).unwrap(), 1),
             Some(pct(5))
         );
         assert_eq!(worst_case_share(pct(5), m, 0), None);
@@ -1677,7 +1686,7 @@ mod tests {
     #[test]
     fn paper_6_2_3_fifty_units_of_warp_is_five_quanta() {
         // "With 50 units of warp, thread 2 may run for up to five quanta".
-        assert_eq!(warp_lead_mcu(50, 10), Some(Ratio::integer(5)));
+        assert_eq!(warp_lead_mcu(50, 10), Some(Share::integer(5)));
         let clock = BvtClock::new(ms(10), ms(10)).unwrap();
         assert_eq!(warp_units(ms(50), 10, &clock), Some(50));
         // Rounded up: a lead of 55ms needs 55 units, 54.5ms too.
@@ -1721,8 +1730,8 @@ mod tests {
         // 5 % fits: advances over a, b, c, logger, BE = 10:30:45:5:10 %.
         let ok = admit(&set, &ReThread::new("logger", pct(5))).unwrap();
         assert_eq!(ok.window.advances, [9, 3, 2, 18, 9]);
-        assert_eq!(ok.reserved, Ratio::ONE);
-        assert_eq!(ok.unallocated, Ratio::ZERO);
+        assert_eq!(ok.reserved, Share::ONE);
+        assert_eq!(ok.unallocated, Share::ZERO);
         assert_eq!(ok.warps, [0, 0, 0, 0]);
     }
 
@@ -1734,7 +1743,7 @@ mod tests {
         let rt1 = ReThread::new("rt1", pct(5)).warping(ms(100), ms(10), ms(190));
         let set = ReSet {
             clock,
-            be_share: Ratio::ZERO,
+            be_share: Share::ZERO,
             threads: vec![
                 rt1,
                 ReThread::new("a", pct(10)),
@@ -1780,7 +1789,7 @@ mod tests {
         let clock = BvtClock::new(ms(10), ms(20)).unwrap();
         let set = ReSet {
             clock,
-            be_share: Ratio::ZERO,
+            be_share: Share::ZERO,
             threads: vec![
                 ReThread::new("a", pct(10)),
                 ReThread::new("b", pct(30)),
@@ -1821,7 +1830,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(ok.counted[3], pct(10));
-        assert_eq!(ok.unallocated, Ratio::ZERO);
+        assert_eq!(ok.unallocated, Share::ZERO);
     }
 
     #[test]
@@ -1851,8 +1860,8 @@ mod tests {
         assert_eq!(d.window.virtual_window, 60);
         assert_eq!(d.window.physical_window_mcu, 40);
         assert_eq!(d.children[0].share, pct(5));
-        assert_eq!(d.children[0].warp_lead_mcu, Ratio::integer(2));
-        assert_eq!(d.children[0].warp_windows, Ratio::ONE);
+        assert_eq!(d.children[0].warp_lead_mcu, Share::integer(2));
+        assert_eq!(d.children[0].warp_windows, Share::ONE);
         assert_eq!(d.children[0].max_warped, Some(ms(20)));
         assert_eq!(
             d.problems,
@@ -1887,15 +1896,15 @@ mod tests {
             unwarp: Duration::ZERO,
         };
         let d = describe(&[web("t1"), web("t2")], clock).unwrap();
-        assert_eq!(d.children[0].warp_lead_mcu, Ratio::integer(5));
+        assert_eq!(d.children[0].warp_lead_mcu, Share::integer(5));
         assert_eq!(
             d.problems,
             [Problem::WorstCaseOvercommitted {
-                total: Ratio::integer(5),
-                over_by: Ratio::integer(4),
+                total: Share::integer(5),
+                over_by: Share::integer(4),
                 warpers: vec![
-                    ("t1".into(), Ratio::integer(5), Ratio::new(5, 2).unwrap()),
-                    ("t2".into(), Ratio::integer(5), Ratio::new(5, 2).unwrap()),
+                    ("t1".into(), Share::integer(5), Share::new(5, 2).unwrap()),
+                    ("t2".into(), Share::integer(5), Share::new(5, 2).unwrap()),
                 ],
             }]
         );
@@ -1983,18 +1992,18 @@ mod tests {
 
     #[test]
     fn ratio_arithmetic_is_exact() {
-        let third = Ratio::new(1, 3).unwrap();
+        let third = Share::new(1, 3).unwrap();
         assert_eq!(
             third.checked_add(third).unwrap().checked_add(third),
-            Some(Ratio::ONE)
+            Some(Share::ONE)
         );
         assert!(third < pct(34) && third > pct(33));
-        assert_eq!(Ratio::new(0, 5), Some(Ratio::ZERO));
+        assert_eq!(Share::new(0, 5), Some(Share::ZERO));
         assert_eq!(pct(5).percent_string(), "5%");
-        assert_eq!(Ratio::new(2, 3).unwrap().percent_string(), "≈66.67%");
-        assert_eq!(Ratio::new(1, 8).unwrap().percent_string(), "≈12.50%");
+        assert_eq!(Share::new(2, 3).unwrap().percent_string(), "≈66.67%");
+        assert_eq!(Share::new(1, 8).unwrap().percent_string(), "≈12.50%");
         assert_eq!(
-            Ratio::integer(u64::MAX).checked_mul(Ratio::integer(2)),
+            Share::integer(u64::MAX).checked_mul(Share::integer(2)),
             None
         );
         assert_eq!(scale_duration(ms(400), pct(5)), Some(ms(20)));

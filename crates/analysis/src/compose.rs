@@ -22,10 +22,9 @@
 //! the walk makes them, problems in the order found.
 
 use crate::guarantee::{mul_share_down, Guarantee};
-use crate::ratio::Ratio;
 use crate::rewrite::{self, Derivation};
 use crate::rules::{self, Child, ChildKind, Input, Label, Node, Problem, RuleBook, Severity};
-use hsched_core::{Instant, Msg};
+use hsched_core::{Instant, Msg, Share};
 use hsched_model::{Op, Scenario, Target};
 use std::collections::{HashMap, HashSet};
 use std::fmt;
@@ -233,9 +232,9 @@ impl Received {
     /// The long-run fraction of one CPU promised over all the VPs (`ALL` on
     /// two VPs: 2); `None` for NULL. Exact when it fits in 64-bit terms,
     /// else rounded down.
-    pub fn share(&self) -> Option<Ratio> {
+    pub fn share(&self) -> Option<Share> {
         let per_vp = self.guarantee.share()?;
-        Some(mul_share_down(per_vp, Ratio::new(u64::from(self.vps), 1)?))
+        Some(mul_share_down(per_vp, Share::new(u64::from(self.vps), 1)?))
     }
 }
 

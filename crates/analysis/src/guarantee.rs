@@ -25,7 +25,7 @@
 //! - `PS s`: a share `s` asymptotically, with no bound on the error.
 //!
 //! Representation. Amounts, periods and error terms are integer nanoseconds
-//! ([`Duration`]); shares are exact fractions ([`Ratio`]), absolute (a
+//! ([`Duration`]); shares are exact fractions ([`Share`]), absolute (a
 //! fraction of the whole CPU), except RESU's rate (§4.1).
 //!
 //! Text form. `KIND p1, p2`, the kind in any case. A bare time is in
@@ -48,8 +48,7 @@
 //! Conversions between guarantees (Table 2, Theorems 1–6, the SFQ rule of
 //! §5.1) are in [`crate::rewrite`].
 
-use crate::ratio::Ratio;
-use hsched_core::Duration;
+use hsched_core::{Duration, Share, ShareRange};
 use std::cmp::Ordering;
 use std::fmt;
 use std::str::FromStr;
@@ -108,11 +107,11 @@ pub enum Guarantee {
     /// RESU r: a uniformly slower processor running at rate `r` of the CPU;
     /// between consecutive deadlines d_n, d_{n+1} the child announces, it
     /// receives r·(d_{n+1} − d_n).
-    Resu(Ratio),
+    Resu(Share),
     /// PSBE s, δ: over every interval of length t, at least s·t − δ.
-    Psbe { share: Ratio, delta: Duration },
+    Psbe { share: Share, delta: Duration },
     /// PS s: share s asymptotically, no bound on the error.
-    Ps(Ratio),
+    Ps(Share),
 }
 
 /// The kind of a guarantee, without its parameters (the rows and columns of
@@ -341,11 +340,11 @@ impl Guarantee {
 
     /// The long-run fraction of the CPU promised: ALL 1, a reservation x/y,
     /// PSBE and PS their share, RESU its rate; NULL promises none.
-    pub fn share(&self) -> Option<Ratio> {
+    pub fn share(&self) -> Option<Share> {
         match *self {
-            Guarantee::All => Some(Ratio::ONE),
+            Guarantee::All => Some(Share::ONE),
             Guarantee::Null => None,
-            Guarantee::Res(r) => Ratio::new(r.amount.as_nanos(), r.period.as_nanos()),
+            Guarantee::Res(r) => Share::new(r.amount.as_nanos(), r.period.as_nanos()),
             Guarantee::Resu(r) => Some(r),
             Guarantee::Psbe { share, .. } | Guarantee::Ps(share) => Some(share),
         }
@@ -406,48 +405,9 @@ fn parse_time(kind: Kind, what: &str, text: &str) -> Result<Duration, String> {
     })
 }
 
-/// A non-negative decimal with at most 18 places (`0.125`, `.5`, `3`).
-fn parse_decimal(text: &str) -> Option<Ratio> {
-    let (int, frac) = text.split_once('.').unwrap_or((text, ""));
-    if (int.is_empty() && frac.is_empty())
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-        || frac.len() > 18
-    {
-        return None;
-    }
-    let int: u64 = if int.is_empty() { 0 } else { int.parse().ok()? };
-    let scale = 10u64.pow(frac.len() as u32);
-    let frac: u64 = if frac.is_empty() {
-        0
-    } else {
-        frac.parse().ok()?
-    };
-    let num = u128::from(int) * u128::from(scale) + u128::from(frac);
-    Ratio::from_u128(num, u128::from(scale))
-}
-
-fn parse_share(kind: Kind, what: &str, text: &str) -> Result<Ratio, String> {
-    let s = text.trim();
-    let value = if let Some(pct) = s.strip_suffix('%') {
-        parse_decimal(pct.trim()).and_then(|p| p.checked_div(Ratio::integer(100)))
-    } else if let Some((num, den)) = s.split_once('/') {
-        match (parse_decimal(num.trim()), parse_decimal(den.trim())) {
-            (Some(n), Some(d)) if !d.is_zero() => n.checked_div(d),
-            _ => None,
-        }
-    } else {
-        parse_decimal(s)
-    };
-    let value = value.ok_or_else(|| {
-        format!("{kind} {what}: `{s}` is not a share (expected a decimal like 0.25, a fraction like 1/3, or a percentage like 25%)")
-    })?;
-    if value > Ratio::ONE {
-        return Err(format!(
-            "{kind} {what}: `{s}` is more than 1 (a share is a fraction of one CPU)"
-        ));
-    }
-    Ok(value)
+/// A share of one CPU, read by the one share parser ([`Share::parse`]).
+fn parse_share(kind: Kind, what: &str, text: &str) -> Result<Share, String> {
+    Share::parse(text, ShareRange::AtMostOne).map_err(|e| format!("{kind} {what}: {e}"))
 }
 
 const NS_PER_US: u64 = 1_000;
@@ -485,9 +445,8 @@ pub(crate) fn ms_up(d: Duration) -> String {
 }
 
 /// A share as a decimal, rounded down to 4 places, trimmed (`0.3333`, `1`).
-pub(crate) fn share_down(r: Ratio) -> String {
-    let units = u128::from(r.num()) * 10_000 / u128::from(r.den());
-    ms_units(units, 4)
+pub(crate) fn share_down(r: Share) -> String {
+    r.decimal(4)
 }
 
 // ---------------------------------------------------------------------------
@@ -502,7 +461,7 @@ pub(crate) fn ns_ceil(num: u128, den: u128) -> Duration {
 
 /// `a · b`, exact when it fits in 64-bit terms, otherwise rounded down to a
 /// multiple of 2^-40 (a share is never rounded up).
-pub(crate) fn mul_share_down(a: Ratio, b: Ratio) -> Ratio {
+pub(crate) fn mul_share_down(a: Share, b: Share) -> Share {
     if let Some(exact) = a.checked_mul(b) {
         return exact;
     }
@@ -510,7 +469,7 @@ pub(crate) fn mul_share_down(a: Ratio, b: Ratio) -> Ratio {
     let num = u128::from(a.num()) * u128::from(b.num());
     let den = u128::from(a.den()) * u128::from(b.den());
     let scaled = num / den * DEN + (num % den) * DEN / den;
-    Ratio::from_u128(scaled, DEN).unwrap_or(Ratio::ONE)
+    Share::from_u128(scaled, DEN).unwrap_or(Share::ONE)
 }
 
 /// Compares `a/b` with `c/d` exactly for any 128-bit terms (`b, d > 0`), by
@@ -567,15 +526,15 @@ mod tests {
         assert_eq!(ms_down(Duration::from_nanos(1_999)), "0.001");
         assert_eq!(ms_up(Duration::from_nanos(1_001)), "0.002");
         assert_eq!(ms_exact(Duration::from_nanos(120_000_001)), "120.000001");
-        assert_eq!(share_down(Ratio::new(2, 3).unwrap()), "0.6666");
-        assert_eq!(share_down(Ratio::ONE), "1");
-        assert_eq!(share_down(Ratio::ZERO), "0");
+        assert_eq!(share_down(Share::new(2, 3).unwrap()), "0.6666");
+        assert_eq!(share_down(Share::ONE), "1");
+        assert_eq!(share_down(Share::ZERO), "0");
     }
 
     #[test]
     fn shares_multiply_down_when_they_do_not_fit() {
-        let a = Ratio::new(u64::MAX - 1, u64::MAX).unwrap();
-        let b = Ratio::new(u64::MAX - 2, u64::MAX - 1).unwrap();
+        let a = Share::new(u64::MAX - 1, u64::MAX).unwrap();
+        let b = Share::new(u64::MAX - 2, u64::MAX - 1).unwrap();
         let p = mul_share_down(a, b);
         let exact = (
             u128::from(a.num()) * u128::from(b.num()),
@@ -585,6 +544,6 @@ mod tests {
             cmp_fractions(u128::from(p.num()), u128::from(p.den()), exact.0, exact.1),
             Ordering::Greater
         );
-        assert!(p > Ratio::new(999_999, 1_000_000).unwrap());
+        assert!(p > Share::new(999_999, 1_000_000).unwrap());
     }
 }

@@ -6,7 +6,7 @@
 //! each policy's conversion rules, and checks admission at every node
 //! before anything runs. It is pure: no I/O, no clock, integer arithmetic.
 //!
-//! - [`ratio`]: exact non-negative fractions (shares, windows).
+//! - Shares and other exact fractions are [`hsched_core::Share`]s.
 //! - [`bvt_config`]: configuring BVT (Duda & Cheriton §6): shares → mcu
 //!   advances, the virtual and physical windows V and W, priority levels →
 //!   warps, reserved-effort admission control, and a configured node read
@@ -30,7 +30,6 @@ pub mod compose;
 pub mod draw;
 pub mod guarantee;
 pub mod guard;
-pub mod ratio;
 pub mod rewrite;
 pub mod rules;
 pub mod schedule_check;

@@ -124,8 +124,7 @@
 
 use crate::guarantee::{cmp_fractions, ms_exact, mul_share_down, ns_ceil, Guarantee, Kind, Limit};
 use crate::guarantee::{Reservation, Shape};
-use crate::ratio::Ratio;
-use hsched_core::Duration;
+use hsched_core::{Duration, Share};
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -404,7 +403,7 @@ fn to_all(have: &Guarantee) -> Option<Derivation> {
     match *have {
         Guarantee::All => {}
         Guarantee::Res(r) if r.is_full() => d.push(rule::FULL_IS_ALL, Guarantee::All),
-        Guarantee::Psbe { share, delta } if share == Ratio::ONE && delta.is_zero() => {
+        Guarantee::Psbe { share, delta } if share == Share::ONE && delta.is_zero() => {
             d.push(rule::PSBE_FULL_IS_ALL, Guarantee::All)
         }
         _ => return None,
@@ -418,7 +417,7 @@ fn reservation_psbe(r: Reservation) -> Guarantee {
         r.amount.as_nanos().min(r.period.as_nanos()),
         r.period.as_nanos(),
     );
-    let share = Ratio::new(x, y).expect("a reservation's period is not 0");
+    let share = Share::new(x, y).expect("a reservation's period is not 0");
     let lag = u128::from(x) * u128::from(y - x);
     let lag = match r.shape {
         Shape::Continuous => lag,
@@ -431,7 +430,7 @@ fn reservation_psbe(r: Reservation) -> Guarantee {
 }
 
 /// Does PSBE `s, δ` imply PSBE `s2, δ2` (`s2 ≤ s`, `δ2·s ≥ s2·δ`)?
-fn psbe_covers(s: Ratio, delta: Duration, s2: Ratio, delta2: Duration) -> bool {
+fn psbe_covers(s: Share, delta: Duration, s2: Share, delta2: Duration) -> bool {
     s2 <= s
         && cmp_fractions(
             u128::from(delta2.as_nanos()) * u128::from(s.num()),
@@ -621,12 +620,12 @@ pub fn strongest(have: &Guarantee, kind: Kind) -> Option<Derivation> {
                 return Some(d);
             }
             let mut d = to_all(have)?;
-            d.push(rule::ALL_IS_RESU, Guarantee::Resu(Ratio::ONE));
+            d.push(rule::ALL_IS_RESU, Guarantee::Resu(Share::ONE));
             Some(d)
         }
         Kind::Ps => {
             match *have {
-                Guarantee::All => d.push(rule::ALL_IS_PS, Guarantee::Ps(Ratio::ONE)),
+                Guarantee::All => d.push(rule::ALL_IS_PS, Guarantee::Ps(Share::ONE)),
                 Guarantee::Res(_) => d.push(rule::TH5, Guarantee::Ps(have.share()?)),
                 Guarantee::Psbe { share, .. } => d.push(rule::PSBE_IS_PS, Guarantee::Ps(share)),
                 Guarantee::Ps(_) => {}
@@ -639,7 +638,7 @@ pub fn strongest(have: &Guarantee, kind: Kind) -> Option<Derivation> {
                 Guarantee::All => d.push(
                     rule::ALL_IS_PSBE,
                     Guarantee::Psbe {
-                        share: Ratio::ONE,
+                        share: Share::ONE,
                         delta: Duration::ZERO,
                     },
                 ),
@@ -808,20 +807,20 @@ pub fn implies(have: &Guarantee, want: &Guarantee) -> Result<Derivation, String>
 /// (only if it does not fit exactly), δ up.
 ///
 /// ```
-/// use hsched_analysis::ratio::Ratio;
+/// use hsched_core::Share;
 /// use hsched_analysis::rewrite::sfq_child;
 /// use hsched_core::Duration;
 /// let ms = Duration::from_millis;
 /// // Fig. 3: PS under PSBE 0.5, 40 with q = 10 ms and two threads.
-/// let g = sfq_child(Ratio::new(1, 2).unwrap(), ms(40), ms(10), 2, Ratio::new(1, 5).unwrap());
+/// let g = sfq_child(Share::new(1, 2).unwrap(), ms(40), ms(10), 2, Share::new(1, 5).unwrap());
 /// assert_eq!(g.to_string(), "PSBE 0.1, 22");
 /// ```
 pub fn sfq_child(
-    parent_share: Ratio,
+    parent_share: Share,
     parent_delta: Duration,
     quantum: Duration,
     threads: u64,
-    weight: Ratio,
+    weight: Share,
 ) -> Guarantee {
     let share = mul_share_down(parent_share, weight);
     let q = u128::from(quantum.as_nanos());
@@ -891,11 +890,11 @@ mod tests {
 
     #[test]
     fn psbe_weakening_is_proportional() {
-        let half = Ratio::new(1, 2).unwrap();
-        let two_fifths = Ratio::new(2, 5).unwrap();
+        let half = Share::new(1, 2).unwrap();
+        let two_fifths = Share::new(2, 5).unwrap();
         assert!(psbe_covers(half, ms(40), two_fifths, ms(32)));
         assert!(!psbe_covers(half, ms(40), two_fifths, ms(32) - EPSILON));
         assert!(!psbe_covers(two_fifths, ms(0), half, ms(100)));
-        assert!(psbe_covers(Ratio::ZERO, ms(5), Ratio::ZERO, ms(0)));
+        assert!(psbe_covers(Share::ZERO, ms(5), Share::ZERO, ms(0)));
     }
 }

@@ -19,7 +19,7 @@
 //! Limits: a finite schedule over a finite range; a guarantee is about all
 //! time, so a check says "not violated within the range".
 
-use crate::ratio::Ratio;
+use hsched_core::Share;
 use std::cmp::Ordering;
 
 /// A schedule: disjoint busy intervals `[start, end)`, in nanoseconds.
@@ -144,7 +144,7 @@ impl Schedule {
     /// nanoseconds (0 when it never falls behind). Exact in 128-bit
     /// arithmetic while `share.den() · to` stays below 2^127 (any share with
     /// a denominator up to 10^18 over a run of up to 10^20 ns).
-    pub fn worst_psbe_deficit(&self, share: Ratio, from: u64, to: u64) -> (Window, u128) {
+    pub fn worst_psbe_deficit(&self, share: Share, from: u64, to: u64) -> (Window, u128) {
         // F(t) = den·busy[0, t) − num·t; the deficit of [a, b) is
         // (F(a) − F(b)) / den. Points in time order; a ≤ b.
         let none = Window {
@@ -198,7 +198,7 @@ impl Schedule {
     /// inside `[from, to)`? `Err` names the worst interval.
     pub fn check_psbe(
         &self,
-        share: Ratio,
+        share: Share,
         delta_ns: u64,
         from: u64,
         to: u64,
@@ -306,7 +306,7 @@ mod tests {
     fn psbe_deficit_matches_brute_force() {
         let s = Schedule::new([(3, 7), (9, 10), (15, 22), (30, 31)]).unwrap();
         for (n, d) in [(1u64, 2u64), (1, 3), (2, 5), (1, 1), (0, 1)] {
-            let share = Ratio::new(n, d).unwrap();
+            let share = Share::new(n, d).unwrap();
             let mut brute = 0i128;
             for a in 0..=40u64 {
                 for b in a..=40u64 {

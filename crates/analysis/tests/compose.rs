@@ -424,7 +424,7 @@ proptest! {
 
 #[test]
 fn what_each_node_and_thread_receives() {
-    use hsched_analysis::ratio::Ratio;
+    use hsched_core::Share;
     let a = fig1().analyse();
     let got = |name: &str| {
         a.received(name)
@@ -444,9 +444,9 @@ fn what_each_node_and_thread_receives() {
         assert_eq!(got(name).to_string(), want, "{name}");
         assert_eq!(got(name).vps, 1, "{name}");
     }
-    assert_eq!(got("video").share(), Ratio::new(5, 33));
-    assert_eq!(got("voice").share(), Ratio::new(2, 5));
-    assert_eq!(got("fp").share(), Some(Ratio::ONE));
+    assert_eq!(got("video").share(), Share::new(5, 33));
+    assert_eq!(got("voice").share(), Share::new(2, 5));
+    assert_eq!(got("fp").share(), Some(Share::ONE));
     assert_eq!(a.received("nobody"), None);
     let all = a.received_all();
     assert_eq!(all.schedulers.len(), 4);
@@ -461,7 +461,7 @@ fn what_each_node_and_thread_receives() {
     );
     let picked = join(Some("RESU 0.2")).received("j").unwrap();
     assert_eq!(picked.guarantee, g("RESU 0.25"));
-    assert_eq!(picked.share(), Ratio::new(1, 4));
+    assert_eq!(picked.share(), Share::new(1, 4));
 
     // Two CPUs: the root holds two VPs, each given ALL.
     let a = scenario(2)
@@ -471,7 +471,7 @@ fn what_each_node_and_thread_receives() {
     let root = a.received("root").unwrap();
     assert_eq!(
         (root.to_string(), root.share()),
-        ("ALL ×2".to_string(), Ratio::new(2, 1))
+        ("ALL ×2".to_string(), Share::new(2, 1))
     );
 
     // Not a join, two parents: the best of them made soft, on one VP. A
@@ -515,6 +515,6 @@ fn what_each_node_and_thread_receives() {
             .unwrap()
     );
     assert_eq!(a.received("x"), Some(all.schedulers["x"]));
-    assert_eq!(all.schedulers["root"].share(), Some(Ratio::ONE));
-    assert_eq!(all.schedulers["res"].share(), Some(Ratio::ONE));
+    assert_eq!(all.schedulers["root"].share(), Some(Share::ONE));
+    assert_eq!(all.schedulers["res"].share(), Some(Share::ONE));
 }

@@ -2,9 +2,8 @@
 //! it back exactly, conservative rounding, and the error messages.
 
 use hsched_analysis::guarantee::{Guarantee, Kind, Limit, Reservation, Shape};
-use hsched_analysis::ratio::Ratio;
 use hsched_analysis::rewrite::implies;
-use hsched_core::Duration;
+use hsched_core::{Duration, Share};
 use proptest::prelude::*;
 
 fn parse(text: &str) -> Guarantee {
@@ -58,13 +57,13 @@ fn parsed_values_are_exact() {
     assert_eq!(
         parse("PSBE 0.1, 22"),
         Guarantee::Psbe {
-            share: Ratio::new(1, 10).unwrap(),
+            share: Share::new(1, 10).unwrap(),
             delta: ms(22)
         }
     );
     assert_eq!(
         parse("RESU 0.5"),
-        Guarantee::Resu(Ratio::new(1, 2).unwrap())
+        Guarantee::Resu(Share::new(1, 2).unwrap())
     );
     assert_eq!(parse("RESBS 500us, 2s"), parse("RESBS 0.5, 2000"));
     assert_eq!(parse("RESBS 500us, 2s").to_string(), "RESBS 0.5, 2000");
@@ -91,11 +90,11 @@ fn spelling_is_forgiving() {
     assert_eq!(parse("PS 12.5%"), parse("PS 0.125"));
     assert_eq!(parse("PS 1/4"), parse("PS 0.25"));
     assert_eq!(parse("PS .25"), parse("PS 0.25"));
-    assert_eq!(parse("PS 1"), Guarantee::Ps(Ratio::ONE));
+    assert_eq!(parse("PS 1"), Guarantee::Ps(Share::ONE));
     assert_eq!(
         parse("PSBE 1/3, 1_000us"),
         Guarantee::Psbe {
-            share: Ratio::new(1, 3).unwrap(),
+            share: Share::new(1, 3).unwrap(),
             delta: Duration::from_millis(1)
         }
     );
@@ -184,23 +183,23 @@ fn accessors() {
     ] {
         assert_eq!(parse(same).soften(), parse(same));
     }
-    assert_eq!(parse("ALL").share(), Some(Ratio::ONE));
+    assert_eq!(parse("ALL").share(), Some(Share::ONE));
     assert_eq!(parse("NULL").share(), None);
-    assert_eq!(parse("RESBH 5, 33").share(), Ratio::new(5, 33));
-    assert_eq!(parse("RESBS 500us, 2s").share(), Ratio::new(1, 4000));
-    assert_eq!(parse("PSBE 0.1, 22").share(), Ratio::new(1, 10));
-    assert_eq!(parse("PS 25%").share(), Ratio::new(1, 4));
-    assert_eq!(parse("RESU 0.5").share(), Ratio::new(1, 2));
+    assert_eq!(parse("RESBH 5, 33").share(), Share::new(5, 33));
+    assert_eq!(parse("RESBS 500us, 2s").share(), Share::new(1, 4000));
+    assert_eq!(parse("PSBE 0.1, 22").share(), Share::new(1, 10));
+    assert_eq!(parse("PS 25%").share(), Share::new(1, 4));
+    assert_eq!(parse("RESU 0.5").share(), Share::new(1, 2));
 }
 
 #[test]
 fn printing_rounds_towards_weaker() {
     let ns = Duration::from_nanos;
     // A share that does not terminate prints rounded down.
-    let third = Guarantee::Ps(Ratio::new(1, 3).unwrap());
+    let third = Guarantee::Ps(Share::new(1, 3).unwrap());
     assert_eq!(third.to_string(), "PS 0.3333");
     let two_thirds = Guarantee::Psbe {
-        share: Ratio::new(2, 3).unwrap(),
+        share: Share::new(2, 3).unwrap(),
         delta: ns(22_000_000_001),
     };
     // δ rounds up to whole microseconds.
@@ -261,10 +260,10 @@ fn any_reservation() -> impl Strategy<Value = Guarantee> {
         })
 }
 
-fn any_share() -> impl Strategy<Value = Ratio> {
+fn any_share() -> impl Strategy<Value = Share> {
     (1u64..=u64::MAX, any::<u64>())
-        .prop_map(|(den, n)| Ratio::new(n % (den.saturating_add(1)).max(1), den).unwrap())
-        .prop_filter("at most 1", |r| *r <= Ratio::ONE)
+        .prop_map(|(den, n)| Share::new(n % (den.saturating_add(1)).max(1), den).unwrap())
+        .prop_filter("at most 1", |r| *r <= Share::ONE)
 }
 
 fn any_guarantee() -> impl Strategy<Value = Guarantee> {
@@ -286,7 +285,7 @@ fn any_guarantee() -> impl Strategy<Value = Guarantee> {
 /// Guarantees whose numbers are exact at the printed precision: whole
 /// microseconds, shares in ten-thousandths.
 fn exact_guarantee() -> impl Strategy<Value = Guarantee> {
-    let share = (0u64..=10_000).prop_map(|n| Ratio::new(n, 10_000).unwrap());
+    let share = (0u64..=10_000).prop_map(|n| Share::new(n, 10_000).unwrap());
     let reservation = (0u8..4, 1u64..=10u64.pow(9), any::<u64>()).prop_map(|(k, period_us, a)| {
         let shape = if k & 1 == 0 {
             Shape::Basic

@@ -4,11 +4,10 @@
 
 use hsched_analysis::guarantee::Reservation;
 use hsched_analysis::guarantee::{Guarantee, Kind, Limit, Shape};
-use hsched_analysis::ratio::Ratio;
 use hsched_analysis::rewrite::{
     implies, rewritable, sfq_child, strongest, to_reservation, why_not, DEFAULT_PERIOD,
 };
-use hsched_core::Duration;
+use hsched_core::{Duration, Share};
 use proptest::prelude::*;
 
 fn g(text: &str) -> Guarantee {
@@ -257,7 +256,7 @@ fn theorem_3_continuous_to_psbe() {
     assert_eq!(
         strongest(&g("RESCS 3, 8"), Kind::Psbe).unwrap().result,
         Guarantee::Psbe {
-            share: Ratio::new(3, 8).unwrap(),
+            share: Share::new(3, 8).unwrap(),
             delta: Duration::from_nanos(1_875_000)
         }
     );
@@ -270,7 +269,7 @@ fn theorem_3_continuous_to_psbe() {
     assert_eq!(
         d.result,
         Guarantee::Psbe {
-            share: Ratio::new(1, 3).unwrap(),
+            share: Share::new(1, 3).unwrap(),
             delta: Duration::from_nanos(666_667)
         }
     );
@@ -316,7 +315,7 @@ fn theorem_5_reservation_to_ps() {
         let d = strongest(&g(have), Kind::Ps).unwrap();
         assert_eq!(
             d.result,
-            Guarantee::Ps(Ratio::new(share.0, share.1).unwrap())
+            Guarantee::Ps(Share::new(share.0, share.1).unwrap())
         );
         assert_eq!(d.steps[0].rule, "Th. 5");
     }
@@ -544,8 +543,8 @@ fn sfq_rule_gives_the_papers_figure_3() {
         unreachable!()
     };
     assert_eq!(parent.to_string(), "PSBE 0.5, 40");
-    let word = sfq_child(share, delta, ms(10), 2, Ratio::new(1, 5).unwrap());
-    let voice = sfq_child(share, delta, ms(10), 2, Ratio::new(4, 5).unwrap());
+    let word = sfq_child(share, delta, ms(10), 2, Share::new(1, 5).unwrap());
+    let voice = sfq_child(share, delta, ms(10), 2, Share::new(4, 5).unwrap());
     assert_eq!(word, g("PSBE 0.1, 22"));
     assert_eq!(voice, g("PSBE 0.4, 58"));
     assert_eq!(word.to_string(), "PSBE 0.1, 22");
@@ -555,26 +554,26 @@ fn sfq_rule_gives_the_papers_figure_3() {
 #[test]
 fn sfq_rule_rounds_the_safe_way() {
     // r = 1/3 of δ + T·q = 10 ms + 3·1 ms: 13/3 ms, rounded up, plus q.
-    let child = sfq_child(Ratio::ONE, ms(10), ms(1), 3, Ratio::new(1, 3).unwrap());
+    let child = sfq_child(Share::ONE, ms(10), ms(1), 3, Share::new(1, 3).unwrap());
     assert_eq!(
         child,
         Guarantee::Psbe {
-            share: Ratio::new(1, 3).unwrap(),
+            share: Share::new(1, 3).unwrap(),
             delta: Duration::from_nanos(4_333_334) + ms(1)
         }
     );
     // Absurd inputs saturate (weaker), never wrap or panic.
     let huge = sfq_child(
-        Ratio::ONE,
+        Share::ONE,
         Duration::MAX,
         Duration::MAX,
         u64::MAX,
-        Ratio::new(u64::MAX - 1, u64::MAX).unwrap(),
+        Share::new(u64::MAX - 1, u64::MAX).unwrap(),
     );
     assert_eq!(
         huge,
         Guarantee::Psbe {
-            share: Ratio::new(u64::MAX - 1, u64::MAX).unwrap(),
+            share: Share::new(u64::MAX - 1, u64::MAX).unwrap(),
             delta: Duration::MAX
         }
     );
@@ -612,7 +611,7 @@ fn strongest_of_each_kind() {
 /// amount above the period (which the rules must treat as promising nothing).
 fn any_guarantee() -> impl Strategy<Value = Guarantee> {
     let time = prop_oneof![0u64..=200, 0u64..=u64::MAX];
-    let share = (0u64..=20, 1u64..=20).prop_map(|(n, d)| Ratio::new(n.min(d), d).unwrap());
+    let share = (0u64..=20, 1u64..=20).prop_map(|(n, d)| Share::new(n.min(d), d).unwrap());
     prop_oneof![
         Just(Guarantee::All),
         Just(Guarantee::Null),

@@ -8,12 +8,11 @@ mod common;
 
 use common::rng;
 use hsched_analysis::guarantee::{Guarantee, Kind, Limit, Shape};
-use hsched_analysis::ratio::Ratio;
 use hsched_analysis::rewrite::{
     basic_supply, continuous_supply, implies, sfq_child, strongest, to_reservation, EPSILON,
 };
 use hsched_analysis::schedule_check::Schedule;
-use hsched_core::Duration;
+use hsched_core::{Duration, Share};
 use proptest::prelude::*;
 use rand::Rng;
 
@@ -58,7 +57,7 @@ fn case(seed: u64, shape: Shape, limit: Limit, x: u64, y: u64, windows: u64) -> 
     }
 }
 
-fn psbe_parts(g: Guarantee) -> (Ratio, u64) {
+fn psbe_parts(g: Guarantee) -> (Share, u64) {
     match g {
         Guarantee::Psbe { share, delta } => (share, ns(delta)),
         other => panic!("expected PSBE, got {other}"),
@@ -137,7 +136,7 @@ proptest! {
         let d = strongest(&c.have, Kind::Psbe).unwrap();
         prop_assert_eq!(d.steps[0].rule, "Th. 4");
         let (share, delta) = psbe_parts(d.result);
-        prop_assert_eq!(share, Ratio::new(x, y).unwrap());
+        prop_assert_eq!(share, Share::new(x, y).unwrap());
         prop_assert!(c.schedule.check_psbe(share, delta, c.offset, c.end).is_ok(),
             "{}: {:?}", d, c.schedule.check_psbe(share, delta, c.offset, c.end));
     }
@@ -195,7 +194,7 @@ proptest! {
         let c = case(seed, shape, limit, x, y, windows);
         let d = strongest(&c.have, Kind::Ps).unwrap();
         prop_assert_eq!(d.steps[0].rule, "Th. 5");
-        prop_assert_eq!(d.result, Guarantee::Ps(Ratio::new(x, y).unwrap()));
+        prop_assert_eq!(d.result, Guarantee::Ps(Share::new(x, y).unwrap()));
         prop_assert!(c.schedule.supply(c.offset, c.end) >= windows * x);
         for k in [windows / 2, windows] {
             let t = k * y;
@@ -246,17 +245,17 @@ proptest! {
                 let (s, delta) = psbe_parts(strongest(&c.have, Kind::Psbe).unwrap().result);
                 if near_best && !s.is_zero() {
                     // s' = s·f, δ' = δ·f + something: covered by proportional weakening.
-                    let f = Ratio::new(a_frac, 1000).unwrap();
+                    let f = Share::new(a_frac, 1000).unwrap();
                     must_accept = true;
                     Guarantee::Psbe {
                         share: s.checked_mul(f).unwrap(),
                         delta: Duration::from_nanos(scaled(delta) + 1 + l % 7),
                     }
                 } else {
-                    Guarantee::Psbe { share: Ratio::new(a_frac, 1000).unwrap(), delta: Duration::from_nanos(l) }
+                    Guarantee::Psbe { share: Share::new(a_frac, 1000).unwrap(), delta: Duration::from_nanos(l) }
                 }
             }
-            4 => Guarantee::Ps(Ratio::new(a_frac, 1000).unwrap()),
+            4 => Guarantee::Ps(Share::new(a_frac, 1000).unwrap()),
             _ => reservation(Shape::Continuous, Limit::Hard, x * k, y * k),
         };
         let derived = implies(&c.have, &want);
@@ -283,7 +282,7 @@ proptest! {
         y_frac in 0u64..=1000,
     ) {
         let mut r = rng(seed);
-        let share = Ratio::new(num, 10).unwrap();
+        let share = Share::new(num, 10).unwrap();
         let horizon = 20_000;
         let busy = common::fluid(&mut r, num, 10, quantum, slack, horizon);
         let s = Schedule::new(busy).unwrap();
@@ -333,7 +332,7 @@ proptest! {
         let threads = sfq(&c.schedule, &weights, quantum);
         let total: u64 = weights.iter().sum();
         for (i, busy) in threads.into_iter().enumerate() {
-            let r = Ratio::new(weights[i], total).unwrap();
+            let r = Share::new(weights[i], total).unwrap();
             let g = sfq_child(s, Duration::from_nanos(delta), Duration::from_nanos(quantum), weights.len() as u64, r);
             let (share, lag) = psbe_parts(g);
             let schedule = Schedule::new(busy).unwrap();

@@ -423,13 +423,9 @@ impl RunGuard {
     /// changes are hidden from it, but a platform may end a thread's stay
     /// itself) is not labelled.
     pub fn label(&self, result: &mut RunResult) {
-        use hsched_model::CpuShare;
         let guard = self.guard.lock().unwrap_or_else(|e| e.into_inner());
         let label = |p: &hsched_analysis::guard::Promise| {
-            let share = p
-                .received
-                .share()
-                .and_then(|s| CpuShare::new(s.num(), s.den()));
+            let share = p.received.share();
             let from = (p.since > hsched_core::Instant::ZERO).then_some(p.since);
             (Some(p.received.to_string()), share, from)
         };

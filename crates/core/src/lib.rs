@@ -11,6 +11,7 @@ pub mod ids;
 pub mod msg;
 pub mod params;
 pub mod sched;
+pub mod share;
 pub mod sync;
 pub mod time;
 
@@ -19,6 +20,7 @@ pub use ids::{ChildId, CpuId, MutexId, ParentVp, SchedId, ThreadId, TimerKey};
 pub use msg::{Msg, Reply};
 pub use params::{ParamKind, ParamSpec, Params, Value};
 pub use sched::{Cx, Dispatch, Effect, Reject, Scheduler, Sender, VpState};
+pub use share::{Share, ShareRange};
 pub use sync::{MutexProtocol, SyncEvent};
 pub use time::{Duration, Instant};
 

@@ -5,6 +5,7 @@
 //! scenario's values against them (unknown key, wrong type, out of range) before
 //! the policy sees them, so a policy reads its parameters with plain getters.
 
+use crate::share::{Share, ShareRange};
 use crate::time::Duration;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -46,6 +47,14 @@ pub enum ParamKind {
         min: Duration,
     },
     Str,
+    /// A fraction of a CPU written as text (`"0.25"`, `"1/3"`, `"25%"`,
+    /// read by [`Share::parse`]) in `range`; with `ppm`, a whole number of
+    /// parts per million (at most 6 decimal places). A parameter whose
+    /// default is the empty string may be left empty (not given).
+    Rate {
+        range: ShareRange,
+        ppm: bool,
+    },
 }
 
 impl fmt::Display for ParamKind {
@@ -57,6 +66,8 @@ impl fmt::Display for ParamKind {
             ParamKind::Duration { min } if min.is_zero() => f.write_str("duration"),
             ParamKind::Duration { min } => write!(f, "duration >= {min}"),
             ParamKind::Str => f.write_str("string"),
+            ParamKind::Rate { range, ppm: false } => write!(f, "{range}"),
+            ParamKind::Rate { range, ppm: true } => write!(f, "{range}, at most 6 decimals"),
         }
     }
 }
@@ -108,6 +119,20 @@ impl ParamSpec {
                 true
             }
             (ParamKind::Str, Value::Str(_)) => true,
+            // An empty default means "not given": the empty string is too.
+            (ParamKind::Rate { .. }, Value::Str(s))
+                if s.trim().is_empty() && self.default == Some(Value::Str(String::new())) =>
+            {
+                true
+            }
+            (ParamKind::Rate { range, ppm }, Value::Str(s)) => {
+                let read = match ppm {
+                    true => Share::parse_ppm(s, *range).map(drop),
+                    false => Share::parse(s, *range).map(drop),
+                };
+                read.map_err(|e| format!("`{}` = {v}: {e}", self.name))?;
+                true
+            }
             _ => false,
         };
         if ok {
@@ -172,6 +197,17 @@ impl Params {
             Some(Value::Str(s)) => s,
             other => panic!("parameter `{key}` is not a string: {other:?} (was it declared?)"),
         }
+    }
+    /// A [`ParamKind::Rate`] parameter, exact.
+    pub fn share(&self, key: &str) -> Share {
+        Share::parse(self.str(key), ShareRange::Any)
+            .unwrap_or_else(|e| panic!("parameter `{key}` is not a rate: {e} (was it declared?)"))
+    }
+    /// A [`ParamKind::Rate`] parameter declared with `ppm`, in parts per
+    /// million.
+    pub fn ppm(&self, key: &str) -> u64 {
+        Share::parse_ppm(self.str(key), ShareRange::Any)
+            .unwrap_or_else(|e| panic!("parameter `{key}` is not a rate: {e} (was it declared?)"))
     }
     /// Like [`Params::int`] but `None` when absent (for optional parameters
     /// without a default).

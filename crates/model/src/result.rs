@@ -2,7 +2,7 @@
 //! Perfetto, plots) are computed from this.
 
 use crate::Sketch;
-use hsched_core::{CpuId, Duration, Instant, ThreadId};
+use hsched_core::{CpuId, Duration, Instant, Share, ThreadId};
 use serde::Serialize;
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -78,7 +78,7 @@ pub struct ThreadResult {
     pub guarantee: Option<String>,
     /// The long-run fraction of one CPU that guarantee promises, exact;
     /// `None` without a guarantee or when it promises none (NULL).
-    pub guaranteed_share: Option<CpuShare>,
+    pub guaranteed_share: Option<Share>,
     /// From when that guarantee holds, when not from the start: the thread
     /// moved, or a change of the hierarchy re-labelled it.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -135,39 +135,11 @@ pub struct NodeResult {
     pub guarantee: Option<String>,
     /// The long-run fraction of one CPU that promises (over all its VPs, so
     /// `ALL ×2` is 2), exact; `None` without a guarantee or for NULL.
-    pub guaranteed_share: Option<CpuShare>,
+    pub guaranteed_share: Option<Share>,
     /// From when that guarantee holds, when not from the start: the script
     /// or an operator loaded it, or a change re-labelled it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub guaranteed_from: Option<Instant>,
-}
-
-/// An exact fraction of one CPU, `num / den` (more than 1 for a node that
-/// is promised several CPUs). Kept exact here; reports print it as a float.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-pub struct CpuShare {
-    num: u64,
-    den: u64,
-}
-
-impl CpuShare {
-    /// `num / den`; `None` when `den` is 0.
-    pub fn new(num: u64, den: u64) -> Option<CpuShare> {
-        (den != 0).then_some(CpuShare { num, den })
-    }
-
-    pub fn num(self) -> u64 {
-        self.num
-    }
-
-    pub fn den(self) -> u64 {
-        self.den
-    }
-
-    /// For reports only: never use the float in a decision.
-    pub fn as_f64(self) -> f64 {
-        self.num as f64 / self.den as f64
-    }
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -9,7 +9,7 @@
 
 use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Msg, ParamKind, ParamSpec, Params,
-    ParentVp, Reply, Sender, ThreadId, Value, VpState,
+    ParentVp, Reply, Sender, ShareRange, ThreadId, Value, VpState,
 };
 use serde::{Deserialize, Serialize};
 
@@ -118,6 +118,7 @@ pub enum WParamKind {
     Int { min: i64, max: i64 },
     Duration { min: u64 },
     Str,
+    Rate { range: ShareRange, ppm: bool },
 }
 
 impl From<ParamKind> for WParamKind {
@@ -129,6 +130,7 @@ impl From<ParamKind> for WParamKind {
                 min: min.as_nanos(),
             },
             ParamKind::Str => WParamKind::Str,
+            ParamKind::Rate { range, ppm } => WParamKind::Rate { range, ppm },
         }
     }
 }
@@ -140,6 +142,7 @@ impl From<WParamKind> for ParamKind {
             WParamKind::Int { min, max } => ParamKind::Int { min, max },
             WParamKind::Duration { min } => ParamKind::Duration { min: Duration(min) },
             WParamKind::Str => ParamKind::Str,
+            WParamKind::Rate { range, ppm } => ParamKind::Rate { range, ppm },
         }
     }
 }

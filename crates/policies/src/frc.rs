@@ -67,7 +67,7 @@
 
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Scheduler, Value,
+    ParentVp, PolicyInfo, Reject, Scheduler, Share, ShareRange, Value,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -123,7 +123,7 @@ pub(crate) fn common_child_params() -> Vec<ParamSpec> {
     vec![
         ParamSpec::new(
             "rate",
-            ParamKind::Str,
+            RATE,
             "reserved (or, with classes, nominal) rate: a decimal in (0, 1], at most 6 places",
         )
         .with_default(Value::Str(DEFAULT_RATE.into())),
@@ -153,49 +153,49 @@ fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
     Ok(Box::new(Frc::new(ledger)))
 }
 
-/// Parses a decimal like `0.2`, `.05`, `1` or `1.000000` into parts per
-/// million. `max` bounds the value (in ppm); `inf` is not accepted here.
-pub fn parse_ppm(text: &str) -> Result<u64, String> {
-    let s = text.trim();
-    let (int, frac) = match s.split_once('.') {
-        Some((i, f)) => (i, f),
-        None => (s, ""),
-    };
-    if (int.is_empty() && frac.is_empty())
-        || !int.bytes().all(|b| b.is_ascii_digit())
-        || !frac.bytes().all(|b| b.is_ascii_digit())
-    {
-        return Err(format!("`{text}`: expected a decimal such as 0.25"));
-    }
-    if frac.len() > 6 {
-        return Err(format!("`{text}`: at most 6 decimal places (ppm)"));
-    }
-    let int: u64 = if int.is_empty() {
-        0
-    } else {
-        int.parse()
-            .ok()
-            .filter(|v: &u64| *v <= 1_000_000)
-            .ok_or_else(|| format!("`{text}`: too large"))?
-    };
-    let mut f: u64 = if frac.is_empty() {
-        0
-    } else {
-        frac.parse().unwrap_or(0)
-    };
-    for _ in frac.len()..6 {
-        f *= 10;
-    }
-    Ok(int * 1_000_000 + f)
+/// `rate` parameters: a fraction of the CPU in `(0, 1]`, whole ppm.
+const RATE: ParamKind = ParamKind::Rate {
+    range: ShareRange::Rate,
+    ppm: true,
+};
+
+/// A child's attachment as FRC (and RCSP) read it: what admission, the
+/// finish values and the analysis's bounds all start from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChildTerms {
+    /// The reserved (with classes, nominal) rate `r̂`, ppm.
+    pub rate: u64,
+    /// The work quantum `w`, raised to `min_quantum`.
+    pub quantum: Duration,
+    /// The class it asks for (`None`: the first, or none without classes).
+    pub class: Option<String>,
 }
 
-/// A rate in `(0, 1]` parsed from a decimal, in ppm.
-pub fn parse_rate(text: &str) -> Result<u64, String> {
-    let ppm = parse_ppm(text)?;
-    if ppm == 0 || ppm > 1_000_000 {
-        return Err(format!("`{text}`: expected a rate in (0, 1]"));
+impl ChildTerms {
+    /// Reads `rate`, `quantum` and `class` (absent ones take the defaults);
+    /// errors name the parameter.
+    pub fn from_params(params: &Params, min_quantum: Duration) -> Result<ChildTerms, String> {
+        let rate = match params.get("rate") {
+            None => DEFAULT_RATE,
+            Some(Value::Str(s)) => s.as_str(),
+            Some(v) => return Err(format!("`rate` = {v}: expected a decimal string")),
+        };
+        let rate = Share::parse_ppm(rate, ShareRange::Rate).map_err(|e| format!("`rate`: {e}"))?;
+        let quantum = match params.get("quantum") {
+            None => DEFAULT_QUANTUM,
+            Some(Value::Duration(d)) => *d,
+            Some(v) => return Err(format!("`quantum` = {v}: expected a duration")),
+        };
+        let class = match params.get("class") {
+            Some(Value::Str(s)) if !s.is_empty() => Some(s.clone()),
+            _ => None,
+        };
+        Ok(ChildTerms {
+            rate,
+            quantum: quantum.max(min_quantum),
+            class,
+        })
     }
-    Ok(ppm)
 }
 
 /// One service class of §3.1.
@@ -211,8 +211,15 @@ pub struct ServiceClass {
 }
 
 impl ServiceClass {
+    /// `R_k (1 + b_k)`, the most its admission lets in at once (`None`:
+    /// FR, no limit; or too large to count).
+    pub fn limit(&self) -> Option<Share> {
+        let b = self.overbook?;
+        Share::from_ppm(self.rate).checked_mul(Share::from_ppm(PPM as u64 + b))
+    }
+
     /// Whether `Σ r̂ + extra ≤ R (1 + b)`, exactly.
-    fn admits(&self, extra: u64) -> bool {
+    pub fn admits(&self, extra: u64) -> bool {
         match self.overbook {
             None => true,
             Some(b) => {
@@ -240,11 +247,15 @@ pub fn parse_classes(text: &str) -> Result<Vec<ServiceClass>, String> {
         if name.is_empty() || out.iter().any(|c| c.name == name) {
             return Err(format!("`classes`: class name `{name}` empty or repeated"));
         }
-        let rate = parse_rate(rate).map_err(|e| format!("`classes`: {name} rate {e}"))?;
+        let rate = Share::parse_ppm(rate, ShareRange::Rate)
+            .map_err(|e| format!("`classes`: {name} rate {e}"))?;
         let overbook = if overbook.eq_ignore_ascii_case("inf") {
             None
         } else {
-            Some(parse_ppm(overbook).map_err(|e| format!("`classes`: {name} overbook {e}"))?)
+            Some(
+                Share::parse_ppm(overbook, ShareRange::Any)
+                    .map_err(|e| format!("`classes`: {name} overbook {e}"))?,
+            )
         };
         out.push(ServiceClass {
             name: name.to_string(),
@@ -257,7 +268,7 @@ pub fn parse_classes(text: &str) -> Result<Vec<ServiceClass>, String> {
     if total > 1_000_000 {
         return Err(format!(
             "`classes`: class rates sum to {}, more than 1",
-            total as f64 / 1e6
+            Share::from_ppm(total).decimal(6)
         ));
     }
     Ok(out)
@@ -350,22 +361,13 @@ impl Ledger {
     /// Admission: checks and records a new child. `policy` names the
     /// refuser.
     pub fn admit(&mut self, policy: &str, child: ChildId, params: &Params) -> Result<(), Reject> {
-        let text = params.get("rate").and_then(|v| match v {
-            Value::Str(s) => Some(s.clone()),
-            _ => None,
-        });
-        let text = text.unwrap_or_else(|| DEFAULT_RATE.into());
-        let nominal =
-            parse_rate(&text).map_err(|e| Reject(format!("{policy}: child `rate` {e}")))?;
-        let quantum = params
-            .opt_duration("quantum")
-            .unwrap_or(DEFAULT_QUANTUM)
-            .max(self.min_quantum);
+        let ChildTerms {
+            rate: nominal,
+            quantum,
+            class,
+        } = ChildTerms::from_params(params, self.min_quantum)
+            .map_err(|e| Reject(format!("{policy}: child {e}")))?;
         let precedence = params.opt_int("precedence").unwrap_or(0);
-        let class = match params.get("class") {
-            Some(Value::Str(s)) if !s.is_empty() => Some(s.clone()),
-            _ => None,
-        };
         let class = if self.classes.is_empty() {
             if let Some(name) = class {
                 return Err(Reject(format!(
@@ -392,15 +394,16 @@ impl Ledger {
             let c = &self.classes[k];
             if !c.admits(nominal) {
                 let b = c.overbook.unwrap_or(0);
+                let ppm = |x: u64| Share::from_ppm(x).decimal(6);
+                let limit = c.limit().map_or_else(String::new, |l| l.decimal(12));
                 return Err(Reject(format!(
-                    "{policy}: class `{}` refuses rate {}: admitted {} + {} > R (1 + b) = {} × (1 + {}) = {}",
+                    "{policy}: class `{}` refuses rate {}: admitted {} + {} > R (1 + b) = {} × (1 + {}) = {limit}",
                     c.name,
-                    ppm_str(nominal),
-                    ppm_str(c.admitted),
-                    ppm_str(nominal),
-                    ppm_str(c.rate),
-                    ppm_str(b),
-                    (c.rate as f64) * (1e6 + b as f64) / 1e12
+                    ppm(nominal),
+                    ppm(c.admitted),
+                    ppm(nominal),
+                    ppm(c.rate),
+                    ppm(b),
                 )));
             }
             Some(k)
@@ -557,11 +560,6 @@ impl Ledger {
         }
         Ok(())
     }
-}
-
-pub(crate) fn ppm_str(ppm: u64) -> String {
-    let s = format!("{}.{:06}", ppm / 1_000_000, ppm % 1_000_000);
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// A child running on a VP: since its last charge, and the end of its

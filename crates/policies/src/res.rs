@@ -122,14 +122,14 @@ use crate::partition::Mode;
 use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, TimerKey, Value,
+    ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, Share, ShareRange, TimerKey, Value,
 };
 use std::collections::BTreeSet;
 
 mod messages;
 pub mod partitioned;
 mod rate;
-pub use rate::{Rate, Util};
+pub use rate::Util;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "res",
@@ -163,11 +163,17 @@ pub const DEFAULT_PERIOD: Duration = Duration::from_millis(10);
 /// The one timer: the next job change of a waiting child.
 const EVENT_TIMER: TimerKey = 0;
 
+/// `rate` parameters: a RESU rate, any exact fraction in `(0, 1]`.
+const RATE: ParamKind = ParamKind::Rate {
+    range: ShareRange::Rate,
+    ppm: false,
+};
+
 fn params() -> Vec<ParamSpec> {
     vec![
         ParamSpec::new(
             "rate",
-            ParamKind::Str,
+            RATE,
             "speed of the processor this runs on (its RESU rate), a decimal in (0, 1] or p/q",
         )
         .with_default(Value::Str("1".into())),
@@ -197,8 +203,8 @@ fn child_params() -> Vec<ParamSpec> {
             .with_default(Value::Duration(Duration::ZERO)),
         ParamSpec::new(
             "rate",
-            ParamKind::Str,
-            "instead of amount/period: a uniformly slower processor of this rate (RESU)",
+            RATE,
+            "instead of amount/period: a uniformly slower processor of this rate (RESU); empty: not given",
         )
         .with_default(Value::Str(String::new())),
         ParamSpec::new(
@@ -214,7 +220,8 @@ fn child_params() -> Vec<ParamSpec> {
 pub const MODES: &[&str] = &["one", "partitioned", "global"];
 
 fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
-    let rate = Rate::parse(params.str("rate")).map_err(|e| format!("`rate`: {e}"))?;
+    let rate =
+        Share::parse(params.str("rate"), ShareRange::Rate).map_err(|e| format!("`rate`: {e}"))?;
     let mode = Mode::parse(
         "res",
         params.str("multiprocessor"),
@@ -248,7 +255,7 @@ enum Kind {
     },
     /// RESU rate; the deadlines it announced beyond its current job's.
     Usp {
-        rate: Rate,
+        rate: Share,
         upcoming: BTreeSet<Instant>,
     },
     /// Nothing (after `release`): never runs.
@@ -259,7 +266,7 @@ impl Kind {
     fn util(&self) -> Util {
         match self {
             Kind::Reserved { amount, period, .. } => Util::of(*amount, *period),
-            Kind::Usp { rate, .. } => rate.util(),
+            Kind::Usp { rate, .. } => Util::of_share(*rate),
             Kind::Nothing => Util::ZERO,
         }
     }
@@ -429,7 +436,7 @@ type Rank = (Instant, bool);
 #[derive(Clone, Debug)]
 pub struct Res {
     /// The speed of the processor this instance runs on.
-    rate: Rate,
+    rate: Share,
     children: ChildMap<Child>,
     /// Sum of the children's utilizations.
     reserved: Util,
@@ -453,7 +460,7 @@ pub struct Res {
 
 impl Res {
     /// A reservation scheduler running on a processor of speed `rate`.
-    pub fn new(rate: Rate) -> Self {
+    pub fn new(rate: Share) -> Self {
         Res {
             rate,
             children: ChildMap::new(),
@@ -566,7 +573,7 @@ impl Res {
                 "give either `amount` and `period` (a reservation) or `rate` (a uniformly slower processor), not both".into(),
             ),
             Some(r) => Ok(Kind::Usp {
-                rate: Rate::parse(r).map_err(|e| format!("`rate`: {e}"))?,
+                rate: Share::parse(r, ShareRange::Rate).map_err(|e| format!("`rate`: {e}"))?,
                 upcoming: BTreeSet::new(),
             }),
             None => {

@@ -2,8 +2,8 @@
 //! picosecond, the no-preemption-before-w rule, proportional sharing,
 //! differential admission control (§3.1) and the parsers.
 
-use hsched_core::{ChildId, Duration, Effect, Instant, Params, ParentVp, Value};
-use hsched_policies::frc::{parse_classes, parse_ppm, parse_rate, Frc, FINISH_SCALE};
+use hsched_core::{ChildId, Duration, Effect, Instant, Params, ParentVp, Share, ShareRange, Value};
+use hsched_policies::frc::{parse_classes, Frc, FINISH_SCALE};
 use hsched_policies::testkit::{Harness, Parent, Step};
 use proptest::prelude::*;
 
@@ -242,6 +242,16 @@ fn five_fr_hogs_do_not_dent_a_gr_reservation() {
     // thread gets 3/7 of it (the CPU is work conserving), at least 0.3.
     let got = h.cpu_time(g).as_nanos() / 1_000_000;
     assert!(got.abs_diff(30_000 / 7) <= 20, "{got}ms");
+}
+
+/// A class's overbooking fraction as `frc` reads it: any, in ppm.
+fn parse_ppm(text: &str) -> Result<u64, String> {
+    Share::parse_ppm(text, ShareRange::Any)
+}
+
+/// A child's or a class's rate as `frc` reads it: `(0, 1]`, in ppm.
+fn parse_rate(text: &str) -> Result<u64, String> {
+    Share::parse_ppm(text, ShareRange::Rate)
 }
 
 #[test]

@@ -4,10 +4,10 @@
 //! test that every admitted service curve is met, driven by the testkit
 //! harness.
 
-use hsched_core::{ChildId, Duration, Instant, Params, Value};
+use hsched_core::{ChildId, Duration, Instant, Params, Share, ShareRange, Value};
 use hsched_policies::hfsc::{
-    admissible, parse_classes, parse_fit, parse_mode, parse_modes, parse_rate, place, ClassSpec,
-    Curve, Fit, Hfsc, Mode, ServiceCurve, PPM,
+    admissible, parse_classes, parse_fit, parse_mode, parse_modes, place, ClassSpec, Curve, Fit,
+    Hfsc, Mode, ServiceCurve, PPM,
 };
 use hsched_policies::testkit::{Harness, Parent};
 use proptest::prelude::*;
@@ -33,6 +33,11 @@ fn ms(n: u64) -> Instant {
 
 fn sc(r1: u32, x: u64, r2: u32) -> ServiceCurve {
     ServiceCurve { r1, x, r2 }
+}
+
+/// A curve's or class's rate as `hfsc` reads it: `[0, 1]`, in ppm.
+fn parse_rate(text: &str) -> Result<u32, String> {
+    Share::parse_ppm(text, ShareRange::AtMostOne).map(|ppm| ppm as u32)
 }
 
 // ----- parsers ---------------------------------------------------------------

@@ -6,12 +6,12 @@
 //! runs that keep every rule (the harness checks the invariants, placement
 //! included, after each callback).
 
-use hsched_core::{ChildId, Duration, Instant, Msg, Params, ParentVp, Reply, Value};
+use hsched_core::{ChildId, Duration, Instant, Msg, Params, ParentVp, Reply, Share, Value};
 use hsched_policies::dbs::partitioned::DbsParts;
 use hsched_policies::dbs::Dbs;
 use hsched_policies::partition::Fit;
 use hsched_policies::res::partitioned::ResParts;
-use hsched_policies::res::{Rate, Res};
+use hsched_policies::res::Res;
 use hsched_policies::testkit::{Harness, Parent, Segment, Step};
 use proptest::prelude::*;
 
@@ -193,7 +193,7 @@ fn global_res_admits_up_to_the_density_bound_and_meets_every_window() {
         ),
     ];
     for (vps, admitted, refused, last) in cases {
-        let mut h = Harness::new(Box::new(Res::new(Rate::ONE).global()), vps, Parent::Root);
+        let mut h = Harness::new(Box::new(Res::new(Share::ONE).global()), vps, Parent::Root);
         let mut kids = Vec::new();
         for &(a, p) in admitted {
             kids.push((h.register(&rsv(a, p)).unwrap(), a, p));
@@ -363,7 +363,7 @@ proptest! {
         let sched: Box<dyn hsched_core::Scheduler> = match which {
             0 => Box::new(ResParts::new(Fit::First)),
             1 => Box::new(ResParts::new(Fit::Worst)),
-            2 => Box::new(Res::new(Rate::ONE).global()),
+            2 => Box::new(Res::new(Share::ONE).global()),
             _ => Box::new(DbsParts::new(Fit::Worst, Dbs::new(ms(10)).unwrap())),
         };
         let mut h = Harness::new(sched, vps, parent);

@@ -7,9 +7,9 @@
 
 use hsched_core::{
     ChildId, CpuId, Dispatch, Duration, Effect, Instant, Msg, Params, ParentVp, Reply, Scheduler,
-    Value, VpState,
+    Share, ShareRange, Value, VpState,
 };
-use hsched_policies::res::{Rate, Res, Util};
+use hsched_policies::res::{Res, Util};
 use hsched_policies::testkit::{Harness, Host, Parent, Segment, Step};
 use proptest::prelude::*;
 
@@ -24,7 +24,7 @@ fn at(n: u64) -> Instant {
 }
 
 fn harness(vps: u32, parent: Parent) -> H {
-    Harness::new(Box::new(Res::new(Rate::ONE)), vps, parent)
+    Harness::new(Box::new(Res::new(Share::ONE)), vps, parent)
 }
 
 fn rsv(amount: Duration, period: Duration) -> Params {
@@ -52,19 +52,31 @@ fn got(segments: &[Segment], child: ChildId, from: Instant, to: Instant) -> Dura
 
 #[test]
 fn rates_parse_exactly() {
-    assert_eq!(Rate::parse("1").unwrap(), Rate::ONE);
-    let half = Rate::parse("0.5").unwrap();
+    assert_eq!(Share::parse("1", ShareRange::Rate).unwrap(), Share::ONE);
+    let half = Share::parse("0.5", ShareRange::Rate).unwrap();
     assert_eq!((half.num(), half.den()), (1, 2));
-    assert_eq!(Rate::parse(".25").unwrap().to_string(), "1/4");
-    assert_eq!(Rate::parse("1/3").unwrap().to_string(), "1/3");
-    assert_eq!(Rate::parse(" 2/6 ").unwrap().to_string(), "1/3");
+    assert_eq!(
+        Share::parse(".25", ShareRange::Rate).unwrap().to_string(),
+        "1/4"
+    );
+    assert_eq!(
+        Share::parse("1/3", ShareRange::Rate).unwrap().to_string(),
+        "1/3"
+    );
+    assert_eq!(
+        Share::parse(" 2/6 ", ShareRange::Rate).unwrap().to_string(),
+        "1/3"
+    );
     for bad in [
         "0", "1.5", "", ".", "x", "-0.5", "1/0", "3/2", "0.5.1", "1e-3",
     ] {
-        assert!(Rate::parse(bad).is_err(), "{bad:?} was accepted");
+        assert!(
+            Share::parse(bad, ShareRange::Rate).is_err(),
+            "{bad:?} was accepted"
+        );
     }
     // Budgets: run floor(b * r), charge ceil(t / r).
-    let third = Rate::parse("1/3").unwrap();
+    let third = Share::parse("1/3", ShareRange::Rate).unwrap();
     assert_eq!(third.of(Duration(10)), Duration(3));
     assert_eq!(third.charge(Duration(3)), Duration(9));
     assert_eq!(third.charge(Duration(1)), Duration(3));
@@ -361,7 +373,7 @@ fn an_earlier_deadline_splits_the_current_job() {
 #[test]
 fn on_a_slower_processor_budgets_are_in_its_time_and_deadlines_go_to_the_parent() {
     // Under RESU 1/2, RESBH 10, 20 is 5ms of CPU every 20ms (HLS section 5.1).
-    let slow = Res::new(Rate::parse("0.5").unwrap());
+    let slow = Res::new(Share::parse("0.5", ShareRange::Rate).unwrap());
     assert!(slow.announces());
     let mut h = Harness::new(Box::new(slow), 1, Parent::Eager);
     let c = h.register(&rsv(ms(10), ms(20))).unwrap();
@@ -399,12 +411,12 @@ fn on_a_slower_processor_budgets_are_in_its_time_and_deadlines_go_to_the_parent(
         .collect();
     let expected: Vec<Msg> = (2..=6).map(|k| deadline(at(20 * k))).collect();
     assert_eq!(told, expected, "each new window's end, once");
-    assert!(!Res::new(Rate::ONE).announces());
+    assert!(!Res::new(Share::ONE).announces());
 }
 
 #[test]
 fn a_tick_overrun_is_taken_from_the_next_window() {
-    let mut res = Res::new(Rate::ONE);
+    let mut res = Res::new(Share::ONE);
     let mut host = Host::new(1);
     host.vps[0] = VpState::Held(CpuId(0));
     let c = ChildId(0);

@@ -9,8 +9,8 @@
 //! rate with no wall time) is `null`, never NaN or 0.
 
 use crate::stats::{ratio, Percentiles};
-use hsched_core::{Instant, ThreadId};
-use hsched_model::{CallCounts, CpuShare, JobRecord, JobTally, LogKind, RunResult, Sketch};
+use hsched_core::{Instant, Share, ThreadId};
+use hsched_model::{CallCounts, JobRecord, JobTally, LogKind, RunResult, Sketch};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -133,7 +133,7 @@ pub fn metrics(result: &RunResult) -> Metrics {
                 cpu_time_ns: t.cpu_time.as_nanos(),
                 share: share(t.cpu_time.as_nanos()),
                 guarantee: t.guarantee.clone(),
-                guaranteed_share: t.guaranteed_share.map(CpuShare::as_f64),
+                guaranteed_share: t.guaranteed_share.map(Share::as_f64),
                 guaranteed_from_ns: t.guaranteed_from.map(|i| i.as_nanos()),
                 wakeup_latency,
                 jobs: jobs.len() as u64 + retired.map_or(0, |r| r.count),
@@ -158,7 +158,7 @@ pub fn metrics(result: &RunResult) -> Metrics {
             received_ns: n.received.as_nanos(),
             share: share(n.received.as_nanos()),
             guarantee: n.guarantee.clone(),
-            guaranteed_share: n.guaranteed_share.map(CpuShare::as_f64),
+            guaranteed_share: n.guaranteed_share.map(Share::as_f64),
             guaranteed_from_ns: n.guaranteed_from.map(|i| i.as_nanos()),
         })
         .collect();

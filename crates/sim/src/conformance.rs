@@ -80,6 +80,7 @@ fn example_params(specs: &[ParamSpec]) -> Params {
             ParamKind::Int { min, max } => Value::Int(1.clamp(min, max)),
             ParamKind::Duration { min } => Value::Duration(min.max(Duration::from_millis(10))),
             ParamKind::Str => Value::Str(String::new()),
+            ParamKind::Rate { .. } => Value::Str("1".into()),
         };
         p.set(spec.name, v);
     }

@@ -251,7 +251,9 @@ fn received(r: &RunResult, name: &str) -> Schedule {
 }
 
 fn sc(r1: &str, x_ms: u64, r2: &str) -> ServiceCurve {
-    let ppm = |r: &str| hsched_policies::hfsc::parse_rate(r).unwrap();
+    let ppm = |r: &str| {
+        hsched_core::Share::parse_ppm(r, hsched_core::ShareRange::AtMostOne).unwrap() as u32
+    };
     ServiceCurve {
         r1: ppm(r1),
         x: x_ms * MS,

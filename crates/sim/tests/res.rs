@@ -5,12 +5,12 @@
 //! slower processor gets `rate * (d_{n+1} - d_n)` between its announced
 //! deadlines, and its threads their amounts in that processor's time.
 
-use hsched_core::{Duration, Instant, Msg, Params, ThreadId, Value};
+use hsched_core::{Duration, Instant, Msg, Params, Share, ShareRange, ThreadId, Value};
 use hsched_model::{
     Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
     SegmentKind, Target, ThreadSpec,
 };
-use hsched_policies::res::{Rate, Util};
+use hsched_policies::res::Util;
 use proptest::prelude::*;
 
 mod common;
@@ -196,7 +196,7 @@ proptest! {
         rate in prop_oneof![Just("1/2"), Just("1/3"), Just("3/4"), Just("2/5")],
         periods in proptest::collection::vec(1u64..5, 1..4),
     ) {
-        let r_ = Rate::parse(rate).unwrap();
+        let r_ = Share::parse(rate, ShareRange::Rate).unwrap();
         // Equal shares of the inner processor: amount_i = period_i / n,
         // exact (periods are multiples of 30ms, n <= 3).
         let n = periods.len() as u64;
@@ -288,7 +288,7 @@ fn a_resu_thread_gets_its_rate_between_its_deadlines() {
     let r = go(&scn);
     assert!(refusals(&r).is_empty(), "{:?}", refusals(&r));
     let u = tid(&r, "u");
-    let third = Rate::parse("1/3").unwrap();
+    let third = Share::parse("1/3", ShareRange::Rate).unwrap();
     let mut prev = 0;
     for &d in &deadlines {
         let g = got(&r, u, Instant::ZERO + ms(prev), Instant::ZERO + ms(d));

@@ -30,10 +30,9 @@
 
 use hsched_analysis::compose::analyse;
 use hsched_analysis::guarantee::{Guarantee, Shape};
-use hsched_analysis::ratio::Ratio;
 use hsched_analysis::rules::RuleBook;
 use hsched_analysis::schedule_check::Schedule;
-use hsched_core::{Duration, Instant, Msg, Params, Value};
+use hsched_core::{Duration, Instant, Msg, Params, Share, Value};
 use hsched_model::{
     Dist, LogKind, Machine, Op, ParentLink, Program, RunResult, Scenario, SchedulerSpec,
     SegmentKind, Target, ThreadSpec,
@@ -473,7 +472,7 @@ fn supply(r: &RunResult, names: &[&str]) -> Result<Schedule, String> {
 /// Checks `g` against `s` over `[from, to)`; `Err` says how it broke.
 fn keeps(g: &Guarantee, s: &Schedule, from: u64, to: u64) -> Result<(), String> {
     match *g {
-        Guarantee::All => s.check_psbe(Ratio::ONE, 0, from, to),
+        Guarantee::All => s.check_psbe(Share::ONE, 0, from, to),
         Guarantee::Psbe { share, delta } => s.check_psbe(share, delta.as_nanos(), from, to),
         Guarantee::Res(r) => {
             let (x, y) = (r.amount.as_nanos(), r.period.as_nanos());

@@ -28,8 +28,8 @@
 
 use super::{int_param, kind_rank, Eval, Label, Node, Severity, Verdict};
 use crate::guarantee::{Guarantee, Limit, Shape};
-use crate::ratio::Ratio;
 use crate::rewrite;
+use hsched_core::Share;
 
 /// (policy, Table 1 row, rule).
 pub const RULES: &[(&str, &str, Eval)] = &[
@@ -210,7 +210,7 @@ pub fn pick_best(cands: &[Guarantee], needs: Option<&Guarantee>) -> usize {
                 let (ra, rb) = (kind_rank(a.kind()), kind_rank(b.kind()));
                 ra < rb
                     || (ra == rb
-                        && a.share().unwrap_or(Ratio::ZERO) > b.share().unwrap_or(Ratio::ZERO))
+                        && a.share().unwrap_or(Share::ZERO) > b.share().unwrap_or(Share::ZERO))
             });
         if better {
             best = i;

@@ -53,9 +53,8 @@ pub mod realtime;
 pub mod reservation;
 
 use crate::guarantee::{Guarantee, Kind};
-use crate::ratio::Ratio;
 use crate::rewrite::Derivation;
-use hsched_core::{Duration, Instant, Msg, Params, Value};
+use hsched_core::{Duration, Instant, Msg, Params, Share, Value};
 use hsched_model::Machine;
 use notation::Row;
 use std::collections::BTreeMap;
@@ -494,28 +493,15 @@ pub(crate) fn str_param<'p>(params: &'p Params, key: &str) -> Result<Option<&'p 
     }
 }
 
-/// A rate written as a decimal, a fraction or a percentage (`0.5`, `1/3`,
-/// `50%`), in `(0, 1]`: read with the guarantee parser's share syntax.
-pub fn parse_rate(text: &str) -> Result<Ratio, String> {
-    match Guarantee::parse(&format!("RESU {}", text.trim())) {
-        Ok(Guarantee::Resu(r)) if !r.is_zero() => Ok(r),
-        Ok(_) => Err(format!("rate `{text}` is 0: expected more than 0")),
-        Err(e) => Err(e.replace("RESU rate: ", "rate: ")),
-    }
-}
-
 /// A rate or share as the guarantees print it (`0.5`, `0.3333`).
-pub fn rate_text(r: Ratio) -> String {
-    Guarantee::Resu(r)
-        .to_string()
-        .trim_start_matches("RESU ")
-        .to_string()
+pub fn rate_text(r: Share) -> String {
+    crate::guarantee::share_down(r)
 }
 
 /// The sum of the shares of `gs` (NULL counts 0); `None` on overflow.
-pub(crate) fn share_sum<'g>(gs: impl IntoIterator<Item = &'g Guarantee>) -> Option<Ratio> {
-    gs.into_iter().try_fold(Ratio::ZERO, |acc, g| {
-        acc.checked_add(g.share().unwrap_or(Ratio::ZERO))
+pub(crate) fn share_sum<'g>(gs: impl IntoIterator<Item = &'g Guarantee>) -> Option<Share> {
+    gs.into_iter().try_fold(Share::ZERO, |acc, g| {
+        acc.checked_add(g.share().unwrap_or(Share::ZERO))
     })
 }
 
@@ -567,9 +553,10 @@ mod tests {
 
     #[test]
     fn rates_parse_exactly_and_refuse_nonsense() {
-        assert_eq!(parse_rate("0.5"), Ok(Ratio::new(1, 2).unwrap()));
-        assert_eq!(parse_rate("1/3"), Ok(Ratio::new(1, 3).unwrap()));
-        assert_eq!(parse_rate("1"), Ok(Ratio::ONE));
+        let parse_rate = |t| Share::parse(t, hsched_core::ShareRange::Rate);
+        assert_eq!(parse_rate("0.5"), Ok(Share::new(1, 2).unwrap()));
+        assert_eq!(parse_rate("1/3"), Ok(Share::new(1, 3).unwrap()));
+        assert_eq!(parse_rate("1"), Ok(Share::ONE));
         assert!(parse_rate("0").is_err());
         assert!(parse_rate("1.5").unwrap_err().contains("more than 1"));
         assert!(parse_rate("fast").is_err());

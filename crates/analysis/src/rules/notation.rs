@@ -27,9 +27,8 @@
 
 use super::{rate_text, share_sum, str_param, Label, Node, Severity, Verdict};
 use crate::guarantee::{Guarantee, Kind, Reservation};
-use crate::ratio::Ratio;
 use crate::rewrite::{self, Derivation};
-use hsched_core::Duration;
+use hsched_core::{Duration, Share};
 use std::fmt;
 
 /// One side of a conversion: a kind (or `any`), one or many.
@@ -239,10 +238,10 @@ pub fn matching<'r>(row: &'r Row, input: &Guarantee) -> Option<(&'r Conversion, 
 /// The CPU share available to the children under a conversion whose input
 /// became `taken`: on a RESU the children's amounts are in the slower
 /// processor's time, so all of it (1).
-fn available(taken: &Guarantee) -> Ratio {
+fn available(taken: &Guarantee) -> Share {
     match taken {
-        Guarantee::Resu(_) => Ratio::ONE,
-        g => g.share().unwrap_or(Ratio::ZERO),
+        Guarantee::Resu(_) => Share::ONE,
+        g => g.share().unwrap_or(Share::ZERO),
     }
 }
 
@@ -250,7 +249,7 @@ fn available(taken: &Guarantee) -> Ratio {
 /// `rate`, as an absolute guarantee: amounts, shares and error terms scaled
 /// by the rate (§5.1: RESU 0.5 and RESBS 10, 20 is a quarter of the CPU).
 /// Amounts round down and error terms up, so the result never promises more.
-pub fn on_slower_processor(g: Guarantee, rate: Ratio) -> Guarantee {
+pub fn on_slower_processor(g: Guarantee, rate: Share) -> Guarantee {
     let scale_down = |d: Duration| {
         let v = u128::from(d.as_nanos()) * u128::from(rate.num()) / u128::from(rate.den());
         Duration(v as u64)
@@ -260,7 +259,7 @@ pub fn on_slower_processor(g: Guarantee, rate: Ratio) -> Guarantee {
             (u128::from(d.as_nanos()) * u128::from(rate.num())).div_ceil(u128::from(rate.den()));
         Duration(u64::try_from(v).unwrap_or(u64::MAX))
     };
-    let times = |s: Ratio| s.checked_mul(rate).unwrap_or(Ratio::ZERO);
+    let times = |s: Share| s.checked_mul(rate).unwrap_or(Share::ZERO);
     match g {
         Guarantee::All => Guarantee::Resu(rate),
         Guarantee::Null => Guarantee::Null,
@@ -469,22 +468,22 @@ mod tests {
 
     #[test]
     fn slower_processor_amounts_scale_by_the_rate() {
-        let half = Ratio::new(1, 2).unwrap();
+        let half = Share::new(1, 2).unwrap();
         let g = Guarantee::parse("RESBS 10, 20").unwrap();
         // §5.1: RESU 0.5 and RESBS 10, 20 is 25% of the CPU.
         let abs = on_slower_processor(g, half);
         assert_eq!(abs.to_string(), "RESBS 5, 20");
-        assert_eq!(abs.share(), Ratio::new(1, 4));
+        assert_eq!(abs.share(), Share::new(1, 4));
         assert_eq!(
             on_slower_processor(Guarantee::All, half),
             Guarantee::Resu(half)
         );
-        let third = Ratio::new(1, 3).unwrap();
+        let third = Share::new(1, 3).unwrap();
         let p = on_slower_processor(Guarantee::parse("PSBE 0.3, 1ns").unwrap(), third);
         assert_eq!(
             p,
             Guarantee::Psbe {
-                share: Ratio::new(1, 10).unwrap(),
+                share: Share::new(1, 10).unwrap(),
                 delta: Duration(1)
             },
             "error terms round up"

@@ -30,9 +30,8 @@
 
 use super::{duration_param, int_param, Eval, Label, Node, Severity, Verdict};
 use crate::guarantee::{Guarantee, Kind};
-use crate::ratio::Ratio;
 use crate::rewrite::{self, Derivation};
-use hsched_core::Duration;
+use hsched_core::{Duration, Share};
 
 /// (policy, Table 1 row, rule).
 pub const RULES: &[(&str, &str, Eval)] = &[
@@ -89,8 +88,8 @@ pub(super) fn as_ps(input: &Guarantee) -> Option<Derivation> {
 }
 
 /// `w / total` exactly.
-fn fraction(w: u64, total: u64) -> Option<Ratio> {
-    Ratio::new(w, total)
+fn fraction(w: u64, total: u64) -> Option<Share> {
+    Share::new(w, total)
 }
 
 pub fn sfq(node: &Node<'_>) -> Verdict {
@@ -261,7 +260,7 @@ pub fn bvt(node: &Node<'_>) -> Verdict {
     }
     let total = advances
         .iter()
-        .try_fold(Ratio::ZERO, |acc, &m| acc.checked_add(Ratio::new(1, m)?));
+        .try_fold(Share::ZERO, |acc, &m| acc.checked_add(Share::new(1, m)?));
     let Some(total) = total else {
         v.problems.push(node.problem(
             Severity::Warning,
@@ -273,7 +272,7 @@ pub fn bvt(node: &Node<'_>) -> Verdict {
         return v;
     };
     for (i, &m) in advances.iter().enumerate() {
-        let r = Ratio::new(1, m)
+        let r = Share::new(1, m)
             .and_then(|w| w.checked_div(total))
             .and_then(|r| r.checked_mul(share));
         if let Some(r) = r {

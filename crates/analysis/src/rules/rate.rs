@@ -58,11 +58,11 @@
 //! claimed (partitioned, each VP has its own copy of the class tree).
 
 use super::proportional::{as_ps, usable};
-use super::{duration_param, parse_rate, rate_text, str_param, Eval, Label, Node, Severity};
+use super::{duration_param, rate_text, str_param, Eval, Label, Node, Severity};
 use super::{Child, ChildKind, Verdict};
 use crate::guarantee::Guarantee;
-use crate::ratio::Ratio;
-use hsched_core::{Duration, Instant, Value};
+use hsched_core::{Duration, Instant, Share};
+use hsched_policies::frc::{self as frc_policy, ServiceClass};
 use hsched_policies::hfsc::{self as hfsc_policy, Fit as HfscFit, Mode as HfscMode, ServiceCurve};
 
 /// (policy, Table 1 row, rule).
@@ -72,13 +72,6 @@ pub const RULES: &[(&str, &str, Eval)] = &[
     ("hfsc", "ALL -> PS+", hfsc),
 ];
 
-/// The `frc` policy's defaults: child rate, child quantum, `min_quantum`.
-pub const FRC_DEFAULT_RATE: &str = "0.1";
-pub const FRC_DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
-pub const FRC_DEFAULT_MIN_QUANTUM: Duration = Duration::from_millis(1);
-/// The `hfsc` policy's default slopes.
-pub const HFSC_DEFAULT_RATE: &str = hfsc_policy::DEFAULT_RATE;
-
 pub fn frc(node: &Node<'_>) -> Verdict {
     rate_controlled(node, 1)
 }
@@ -87,51 +80,26 @@ pub fn rcsp(node: &Node<'_>) -> Verdict {
     rate_controlled(node, 2)
 }
 
-/// A child's rate and quantum, or the message saying what is wrong.
-fn frc_child(c: &Child<'_>, min_quantum: Duration) -> Result<(Ratio, Duration, String), String> {
-    let rate = match c.params.get("rate") {
-        None => parse_rate(FRC_DEFAULT_RATE)?,
-        Some(Value::Str(s)) => parse_rate(s)?,
-        Some(v) => return Err(format!("`rate` = {v}: expected a decimal string")),
-    };
-    let quantum = duration_param(c.params, "quantum", Some(FRC_DEFAULT_QUANTUM))?
-        .unwrap_or(FRC_DEFAULT_QUANTUM)
-        .max(min_quantum);
-    let class = str_param(c.params, "class")?.unwrap_or("").to_string();
-    Ok((rate, quantum, class))
+/// A child's rate and quantum as the policy reads them
+/// ([`frc_policy::ChildTerms`]), the rate exact.
+fn frc_child(c: &Child<'_>, min_quantum: Duration) -> Result<(u64, Duration, String), String> {
+    let terms = frc_policy::ChildTerms::from_params(c.params, min_quantum)?;
+    Ok((terms.rate, terms.quantum, terms.class.unwrap_or_default()))
 }
 
-/// A service class as the labels need it: `R_k`, and the most its
-/// admission lets in at once, `R_k (1 + b_k)` (`None`: FR, no limit).
-struct Class {
-    name: String,
-    rate: Ratio,
-    limit: Option<Ratio>,
-}
-
-/// `classes = "GR:0.6:0, FR:0.4:inf"`, read by the policy's own parser.
-fn frc_classes(text: &str) -> Result<Vec<Class>, String> {
-    let ppm = |x: u64| Ratio::new(x, 1_000_000).ok_or("a rate of 0");
-    hsched_policies::frc::parse_classes(text)?
-        .into_iter()
-        .map(|c| {
-            let rate = ppm(c.rate)?;
-            let limit = match c.overbook {
-                None => None,
-                Some(b) => Some(
-                    ppm(1_000_000 + b)?
-                        .checked_mul(rate)
-                        .ok_or("an overbooking limit too large to count")?,
-                ),
-            };
-            Ok(Class {
-                name: c.name,
-                rate,
-                limit,
-            })
-        })
-        .collect::<Result<_, &str>>()
-        .map_err(|e| format!("`classes`: {e}"))
+/// `classes = "GR:0.6:0, FR:0.4:inf"`, read by the policy's own parser;
+/// each class's limit `R_k (1 + b_k)` is the policy's too.
+fn frc_classes(text: &str) -> Result<Vec<ServiceClass>, String> {
+    let classes = frc_policy::parse_classes(text)?;
+    for c in &classes {
+        if c.overbook.is_some() && c.limit().is_none() {
+            return Err(format!(
+                "`classes`: class `{}`: an overbooking limit too large to count",
+                c.name
+            ));
+        }
+    }
+    Ok(classes)
 }
 
 /// What differential admission (§3.1) does with a child.
@@ -148,47 +116,54 @@ enum Admission {
 }
 
 /// Replays admission over `children` in the order they join, `nominal`
-/// giving each one's `r̂` and class.
+/// giving each one's `r̂` (ppm) and class, through the policy's own test
+/// ([`ServiceClass::admits`]).
 fn admission(
     children: &[Child<'_>],
-    nominal: &[(Ratio, usize)],
-    classes: &[Class],
+    nominal: &[(u64, usize)],
+    classes: &[ServiceClass],
 ) -> Vec<Admission> {
     let mut order: Vec<usize> = (0..children.len()).collect();
     order.sort_by_key(|&i| children[i].arrival);
     let mut out = vec![Admission::Sure; children.len()];
     // Σ r̂ so far per class: every child that joined (the worst case) and
     // those the policy admits when none leaves.
-    let mut all = vec![Ratio::ZERO; classes.len()];
-    let mut kept = vec![Ratio::ZERO; classes.len()];
+    let mut all: Vec<ServiceClass> = classes.to_vec();
+    let mut kept: Vec<ServiceClass> = classes.to_vec();
     for i in order {
         let (r, k) = nominal[i];
         let class = &classes[k];
-        let (Some(worst), Some(with_kept)) = (all[k].checked_add(r), kept[k].checked_add(r)) else {
+        let (Some(worst), Some(with_kept)) = (
+            all[k].admitted.checked_add(r),
+            kept[k].admitted.checked_add(r),
+        ) else {
             out[i] = Admission::Unsure("more rate than can be counted".into());
             continue;
         };
-        all[k] = worst;
-        let Some(limit) = class.limit else { continue };
-        if with_kept > limit {
+        let Some(limit) = class.limit() else {
+            all[k].admitted = worst;
+            continue;
+        };
+        if !kept[k].admits(r) {
             out[i] = Admission::Refused(format!(
                 "class `{}` refuses it at admission: {} admitted + {} > R (1 + b) = {}",
                 class.name,
-                rate_text_any(kept[k]),
-                rate_text(r),
+                rate_text_any(Share::from_ppm(kept[k].admitted)),
+                rate_text(Share::from_ppm(r)),
                 rate_text_any(limit)
             ));
         } else {
-            kept[k] = with_kept;
-            if worst > limit {
+            kept[k].admitted = with_kept;
+            if !all[k].admits(r) {
                 out[i] = Admission::Unsure(format!(
                     "class `{}` may refuse it at admission: with every child that joins before it, {} > R (1 + b) = {} (one refused before it gets in if another has left)",
                     class.name,
-                    rate_text_any(worst),
+                    rate_text_any(Share::from_ppm(worst)),
                     rate_text_any(limit)
                 ));
             }
         }
+        all[k].admitted = worst;
     }
     out
 }
@@ -204,7 +179,7 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
             .push(node.problem(Severity::Error, format!("{}: {e}", node.who())));
     };
     let min_quantum = match duration_param(node.params, "min_quantum", None) {
-        Ok(q) => q.unwrap_or(FRC_DEFAULT_MIN_QUANTUM),
+        Ok(q) => q.unwrap_or(frc_policy::DEFAULT_MIN_QUANTUM),
         Err(e) => {
             fail(&mut v, e);
             return v;
@@ -237,13 +212,13 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
     // least r̂·R_k / max(R_k, min(Σ r̂ of every child of k, R_k (1 + b_k))),
     // since admission never lets the sum past R_k (1 + b_k). The admitted
     // children of a class share at most R_k between them.
-    let mut rates = vec![Ratio::ZERO; children.len()];
+    let mut rates = vec![Share::ZERO; children.len()];
     let mut admitted = vec![Admission::Sure; children.len()];
-    let mut total = Ratio::ZERO;
+    let mut total = Share::ZERO;
     if classes.is_empty() {
         for (i, (r, ..)) in children.iter().enumerate() {
-            rates[i] = *r;
-            match total.checked_add(*r) {
+            rates[i] = Share::from_ppm(*r);
+            match total.checked_add(rates[i]) {
                 Some(t) => total = t,
                 None => return v,
             }
@@ -264,18 +239,22 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
         admitted = admission(&node.children, &nominal, &classes);
         for (k, class) in classes.iter().enumerate() {
             let mine = || nominal.iter().enumerate().filter(move |(_, n)| n.1 == k);
-            let Some(sum) = mine().try_fold(Ratio::ZERO, |a, (_, (r, _))| a.checked_add(*r)) else {
+            let class_rate = Share::from_ppm(class.rate);
+            let Some(sum) = mine().try_fold(Share::ZERO, |a, (_, (r, _))| {
+                a.checked_add(Share::from_ppm(*r))
+            }) else {
                 return v;
             };
-            let most = class.limit.map_or(sum, |l| sum.min(l)).max(class.rate);
+            let most = class.limit().map_or(sum, |l| sum.min(l)).max(class_rate);
             for (i, (r, _)) in mine() {
-                match r.checked_mul(class.rate).and_then(|x| x.checked_div(most)) {
+                let r = Share::from_ppm(*r);
+                match r.checked_mul(class_rate).and_then(|x| x.checked_div(most)) {
                     Some(e) => rates[i] = e,
                     None => return v,
                 }
             }
             // Σ R_k ≤ 1 (the policy checks it), so this cannot overflow.
-            total = total.checked_add(sum.min(class.rate)).unwrap_or(Ratio::ONE);
+            total = total.checked_add(sum.min(class_rate)).unwrap_or(Share::ONE);
         }
     }
     let tick = node.machine.tick.unwrap_or(Duration::ZERO);
@@ -306,7 +285,7 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
     } else if input == Guarantee::All {
         for (i, &r) in rates.iter().enumerate() {
             let others = all_quanta - quanta[i];
-            let g = if total <= Ratio::ONE {
+            let g = if total <= Share::ONE {
                 // Corollary 1.1: PSBE r, r·Σ_{j≠i} q_j + q_i.
                 Some(Guarantee::Psbe {
                     share: r,
@@ -383,8 +362,8 @@ fn rate_controlled(node: &Node<'_>, factor: u64) -> Verdict {
 
 /// A sum of rates may exceed 1, which `rate_text` (a RESU rate) cannot
 /// print.
-fn rate_text_any(r: Ratio) -> String {
-    if r <= Ratio::ONE {
+fn rate_text_any(r: Share) -> String {
+    if r <= Share::ONE {
         rate_text(r)
     } else {
         format!("{:.4}", r.as_f64())
@@ -396,14 +375,14 @@ fn ns(x: u128) -> Duration {
 }
 
 /// `⌈x·r⌉` ns; saturating is weaker, never stronger.
-fn ceil_ns(x: u128, r: Ratio) -> Duration {
+fn ceil_ns(x: u128, r: Share) -> Duration {
     let num = x.checked_mul(u128::from(r.num()));
     num.map_or(Duration::MAX, |n| ns(n.div_ceil(u128::from(r.den()))))
 }
 
-/// A rate in ppm as a ratio (exact: the policy holds ppm).
-fn ppm_ratio(ppm: u32) -> Ratio {
-    Ratio::new(u64::from(ppm), 1_000_000).unwrap_or(Ratio::ZERO)
+/// A rate in ppm (the policy's unit) as a share, exactly.
+fn ppm_ratio(ppm: u32) -> Share {
+    Share::from_ppm(ppm.into())
 }
 
 /// A curve as the labels print it: `<0.5, 10ms, 0.1>`.
@@ -572,7 +551,7 @@ fn hfsc_partitioned(
                         Guarantee::Null,
                         format!(
                             "placed on vp{k} only if no earlier child left: one may have, and then placement can differ; the peaks of the {earlier} earlier curves ({}) leave no VP sure to fit max(r1, r2) = {}",
-                            rate_text_any(Ratio::new(peaks, 1_000_000).unwrap_or(Ratio::ZERO)),
+                            rate_text_any(Share::from_ppm(peaks)),
                             rate_text(ppm_ratio(s.r1.max(s.r2)))
                         ),
                     );
@@ -582,7 +561,7 @@ fn hfsc_partitioned(
                         format!(
                             "service curve {} on vp{k} of {n} ({fit_name}; Σ r2 there {}): long-term slope r2",
                             curve_text(&s),
-                            rate_text_any(Ratio::new(load, 1_000_000).unwrap_or(Ratio::ZERO))
+                            rate_text_any(Share::from_ppm(load))
                         ),
                     );
                 }

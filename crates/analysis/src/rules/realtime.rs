@@ -39,8 +39,7 @@
 
 use super::{duration_param, Eval, Label, Node, Severity, Verdict};
 use crate::guarantee::{Guarantee, Limit, Shape};
-use crate::ratio::Ratio;
-use hsched_core::Duration;
+use hsched_core::{Duration, Share};
 
 /// (policy, Table 1 row, rule).
 pub const RULES: &[(&str, &str, Eval)] =
@@ -145,8 +144,8 @@ pub fn edf(node: &Node<'_>) -> Verdict {
         }
         return v;
     }
-    let density = tasks.iter().try_fold(Ratio::ZERO, |sum, t| {
-        sum.checked_add(Ratio::new(
+    let density = tasks.iter().try_fold(Share::ZERO, |sum, t| {
+        sum.checked_add(Share::new(
             t.wcet.as_nanos(),
             t.deadline.min(t.period).as_nanos(),
         )?)
@@ -157,7 +156,7 @@ pub fn edf(node: &Node<'_>) -> Verdict {
         "density (sum of wcet / min(deadline, period))"
     };
     match density {
-        Some(d) if d <= Ratio::ONE => {
+        Some(d) if d <= Share::ONE => {
             let why = format!(
                 "EDF, {what} {} <= 100%; holds while every child keeps to its wcet",
                 d.percent_string()
@@ -186,22 +185,22 @@ pub fn edf(node: &Node<'_>) -> Verdict {
 /// overflows, U ≤ 693/1000); `None` if even the sum overflows.
 fn rm_schedulable(set: &[Task]) -> bool {
     let one_plus = |t: &Task| {
-        Ratio::new(
+        Share::new(
             t.period.as_nanos().checked_add(t.wcet.as_nanos())?,
             t.period.as_nanos(),
         )
     };
     let product = set
         .iter()
-        .try_fold(Ratio::ONE, |acc, t| acc.checked_mul(one_plus(t)?));
+        .try_fold(Share::ONE, |acc, t| acc.checked_mul(one_plus(t)?));
     match product {
-        Some(p) => p <= Ratio::integer(2),
+        Some(p) => p <= Share::integer(2),
         None => set
             .iter()
-            .try_fold(Ratio::ZERO, |acc, t| {
-                acc.checked_add(Ratio::new(t.wcet.as_nanos(), t.period.as_nanos())?)
+            .try_fold(Share::ZERO, |acc, t| {
+                acc.checked_add(Share::new(t.wcet.as_nanos(), t.period.as_nanos())?)
             })
-            .is_some_and(|u| u <= Ratio::new(693, 1000).expect("a fraction")),
+            .is_some_and(|u| u <= Share::new(693, 1000).expect("a fraction")),
     }
 }
 

@@ -74,13 +74,12 @@
 
 use super::notation::on_slower_processor;
 use super::{
-    duration_param, parse_rate, rate_text, share_sum, str_param, ChildKind, Eval, Label, Node,
-    Severity, Verdict,
+    duration_param, rate_text, share_sum, str_param, ChildKind, Eval, Label, Node, Severity,
+    Verdict,
 };
 use crate::guarantee::{Guarantee, Kind, Limit, Shape};
-use crate::ratio::Ratio;
 use crate::rewrite;
-use hsched_core::{Duration, Instant};
+use hsched_core::{Duration, Instant, Share, ShareRange};
 use hsched_policies::partition::{Fit, Mode};
 use std::collections::BTreeMap;
 
@@ -99,9 +98,9 @@ pub const RULES: &[(&str, &str, Eval)] = &[
 ];
 
 /// The speed of the processor `res` receives: 1 for ALL, r for RESU r.
-fn processor_rate(input: &Guarantee) -> Option<Ratio> {
+fn processor_rate(input: &Guarantee) -> Option<Share> {
     match input {
-        Guarantee::All => Some(Ratio::ONE),
+        Guarantee::All => Some(Share::ONE),
         Guarantee::Resu(r) => Some(*r),
         other => match rewrite::strongest(other, Kind::Resu)?.result {
             Guarantee::Resu(r) => Some(r),
@@ -120,7 +119,9 @@ fn mp_mode(node: &Node<'_>, modes: &[&str], why_not_global: &str) -> Result<Mode
 
 pub fn res(node: &Node<'_>) -> Verdict {
     let mut v = Verdict::all_null(node);
-    let rate = match str_param(node.params, "rate").map(|s| parse_rate(s.unwrap_or("1"))) {
+    let rate = match str_param(node.params, "rate")
+        .map(|s| Share::parse(s.unwrap_or("1"), ShareRange::Rate))
+    {
         Ok(Ok(r)) => r,
         Ok(Err(e)) | Err(e) => {
             v.problems
@@ -136,7 +137,7 @@ pub fn res(node: &Node<'_>) -> Verdict {
             return v;
         }
     };
-    if mode != Mode::One && rate != Ratio::ONE {
+    if mode != Mode::One && rate != Share::ONE {
         v.problems.push(node.problem(
             Severity::Error,
             format!(
@@ -163,7 +164,7 @@ pub fn res(node: &Node<'_>) -> Verdict {
             (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => Err(e),
             (Ok(a), Ok(p), Ok(Some(r))) => {
                 if a.is_zero() && p.is_zero() {
-                    parse_rate(r).map(Guarantee::Resu)
+                    Share::parse(r, ShareRange::Rate).map(Guarantee::Resu)
                 } else {
                     Err("give either `amount` and `period` (a reservation) or `rate` (a uniformly slower processor), not both".to_string())
                 }
@@ -250,7 +251,7 @@ pub fn res(node: &Node<'_>) -> Verdict {
         if defaulted[i] {
             why.push("res's default reservation".to_string());
         }
-        let g = if rate == Ratio::ONE {
+        let g = if rate == Share::ONE {
             g
         } else {
             why.push(format!("{g} on a processor of rate {}", rate_text(rate)));
@@ -266,7 +267,7 @@ pub fn res(node: &Node<'_>) -> Verdict {
         return v;
     }
     match share_sum(asked.iter().flatten()) {
-        Some(sum) if sum <= Ratio::ONE => {}
+        Some(sum) if sum <= Share::ONE => {}
         sum => {
             let list: Vec<String> = node
                 .children
@@ -275,7 +276,7 @@ pub fn res(node: &Node<'_>) -> Verdict {
                 .filter_map(|(c, a)| a.map(|g| format!("{g} (`{}`)", c.name)))
                 .collect();
             let total = sum.map_or("more than can be counted".into(), |s| s.percent_string());
-            let of = if rate == Ratio::ONE {
+            let of = if rate == Share::ONE {
                 "the CPU".to_string()
             } else {
                 format!("its processor of rate {}", rate_text(rate))
@@ -311,19 +312,19 @@ fn multiprocessor_admission(
     let m = node.vps();
     let mut order: Vec<usize> = (0..node.children.len()).collect();
     order.sort_by_key(|&i| node.children[i].arrival);
-    let mut loads = vec![Ratio::ZERO; m as usize];
-    let (mut total, mut max) = (Ratio::ZERO, Ratio::ZERO);
+    let mut loads = vec![Share::ZERO; m as usize];
+    let (mut total, mut max) = (Share::ZERO, Share::ZERO);
     for i in order {
         let (c, Some(g)) = (&node.children[i], asked[i]) else {
             continue;
         };
-        let u = g.share().unwrap_or(Ratio::ZERO);
+        let u = g.share().unwrap_or(Share::ZERO);
         let mut placed = Vec::new();
         let mut refused = None;
         for _ in 0..c.vps.max(1) {
             match mode {
                 Mode::Partitioned(fit) => {
-                    let fits = |l: &Ratio| l.checked_add(u).filter(|a| *a <= Ratio::ONE);
+                    let fits = |l: &Share| l.checked_add(u).filter(|a| *a <= Share::ONE);
                     let vp = match fit {
                         Fit::First => loads.iter().position(|l| fits(l).is_some()),
                         Fit::Worst => (0..loads.len())
@@ -333,7 +334,7 @@ fn multiprocessor_admission(
                     };
                     match vp {
                         Some(k) => {
-                            loads[k] = loads[k].checked_add(u).unwrap_or(Ratio::ONE);
+                            loads[k] = loads[k].checked_add(u).unwrap_or(Share::ONE);
                             placed.push(k);
                         }
                         None => {
@@ -359,11 +360,11 @@ fn multiprocessor_admission(
                     let t = total.checked_add(u);
                     let lhs = t.and_then(|t| {
                         new_max
-                            .checked_mul(Ratio::integer(u64::from(m) - 1))
+                            .checked_mul(Share::integer(u64::from(m) - 1))
                             .and_then(|x| x.checked_add(t))
                     });
                     match lhs {
-                        Some(l) if l <= Ratio::integer(u64::from(m)) => {
+                        Some(l) if l <= Share::integer(u64::from(m)) => {
                             total = t.unwrap_or(total);
                             max = new_max;
                         }
@@ -664,7 +665,7 @@ pub fn rialto(node: &Node<'_>) -> Verdict {
             )
         };
     }
-    let cpus = Ratio::new(vps as u64, 1).unwrap_or(Ratio::ONE);
+    let cpus = Share::new(vps as u64, 1).unwrap_or(Share::ONE);
     match share_sum(reserved.values()) {
         Some(s) if s <= cpus => {}
         s => {

@@ -201,7 +201,7 @@ fn simulation_checks(r: &RunResult) -> Result<Vec<Check>, String> {
         ("voice (PSBE 0.4, 58)", &["voice"][..], (2, 5), 58.0),
     ] {
         let s = busy(r, names)?;
-        let share = hsched_analysis::ratio::Ratio::new(share.0, share.1).expect("non-zero");
+        let share = hsched_core::Share::new(share.0, share.1).expect("non-zero");
         let (_, deficit) = s.worst_psbe_deficit(share, 0, horizon);
         let deficit_ns = deficit as f64 / share.den() as f64;
         checks.push(Check {

@@ -9,9 +9,8 @@
 use super::{scenario, simulate, simulate_with, Bound, Check, Entry};
 use crate::repro::parse;
 use hsched_analysis::throughput::{self, Competition};
-use hsched_core::{Instant, Params, ThreadId, Value};
+use hsched_core::{Instant, Params, Share, ShareRange, ThreadId, Value};
 use hsched_model::{RunResult, SegmentKind};
-use hsched_policies::frc::parse_rate;
 
 const MS: u64 = 1_000_000;
 const SEC: u64 = 1_000 * MS;
@@ -182,7 +181,7 @@ fn theorem_1() -> Result<Vec<Check>, String> {
     let mut threads = Vec::new();
     for t in &scn.threads {
         let rate = match t.params.get("rate") {
-            Some(Value::Str(text)) => parse_rate(text)?,
+            Some(Value::Str(text)) => Share::parse_ppm(text, ShareRange::Rate)?,
             _ => return Err(format!("thread `{}`: expected a `rate`", t.name)),
         };
         let quantum = t
@@ -355,7 +354,7 @@ fn rates_quanta(scn: &hsched_model::Scenario) -> Result<Vec<(String, f64, f64)>,
         .iter()
         .map(|t| {
             let rate = match t.params.get("rate") {
-                Some(Value::Str(s)) => parse_rate(s)? as f64 / 1e6,
+                Some(Value::Str(s)) => Share::parse_ppm(s, ShareRange::Rate)? as f64 / 1e6,
                 _ => return Err(format!("thread `{}`: expected a `rate`", t.name)),
             };
             let w = t

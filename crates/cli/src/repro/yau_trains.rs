@@ -13,8 +13,8 @@
 
 use super::{scenario, Check, Entry};
 use crate::repro::parse;
+use hsched_core::{Share, ShareRange};
 use hsched_model::{RunResult, Scenario};
-use hsched_policies::frc::parse_rate;
 use hsched_sim::{CallOutcome, SimOptions, Simulation};
 
 pub fn entries() -> Vec<Entry> {
@@ -275,7 +275,7 @@ fn rate_quantum(scn: &Scenario, name: &str) -> Result<(f64, f64), String> {
         .find(|t| t.name == name)
         .ok_or_else(|| format!("the scenario has no thread `{name}`"))?;
     let rate = match t.params.get("rate") {
-        Some(hsched_core::Value::Str(s)) => parse_rate(s)? as f64 / 1e6,
+        Some(hsched_core::Value::Str(s)) => Share::parse_ppm(s, ShareRange::Rate)? as f64 / 1e6,
         _ => return Err(format!("thread `{name}`: expected a `rate`")),
     };
     let quantum = t

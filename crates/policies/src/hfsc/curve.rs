@@ -1,48 +1,26 @@
 //! Service curves for `hfsc`: the exact integer arithmetic of Yau & Lam
 //! §5.1's two-piece linear curves `<r1, x, r2>` (values, inverses, the
 //! deadline-curve update of equation (7)), admission (the sum of curves
-//! stays under the CPU), and the parsers for rates and classes.
+//! stays under the CPU), and the parser for classes.
 //!
 //! Rates are parts per million; times and service are nanoseconds; values
 //! round down and inverses round up, so a deadline is never early.
 
-use hsched_core::Duration;
+use hsched_core::{Duration, Share, ShareRange};
 
 /// Rates are parts per million of one CPU.
 pub const PPM: u64 = 1_000_000;
 
-/// Parses a rate: a decimal in `[0, 1]` with at most six fractional digits,
-/// into parts per million.
-pub fn parse_rate(text: &str) -> Result<u32, String> {
-    let t = text.trim();
-    let bad = || format!("`{text}`: expected a decimal rate in [0, 1] such as 0.35");
-    let (int, frac) = t.split_once('.').unwrap_or((t, ""));
-    if int.is_empty() && frac.is_empty() {
-        return Err(bad());
-    }
-    if !int.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return Err(bad());
-    }
-    if frac.len() > 6 {
-        return Err(format!("`{text}`: at most six fractional digits"));
-    }
-    let int: u64 = if int.is_empty() {
-        0
-    } else {
-        int.parse().map_err(|_| bad())?
-    };
-    if int > 1 {
-        return Err(bad());
-    }
-    let mut frac_ppm: u64 = 0;
-    for (i, b) in frac.bytes().enumerate() {
-        frac_ppm += u64::from(b - b'0') * 10u64.pow(5 - i as u32);
-    }
-    let ppm = int * PPM + frac_ppm;
-    if ppm > PPM {
-        return Err(bad());
-    }
-    Ok(ppm as u32)
+/// A curve's or class's rate in ppm: a fraction of the CPU in `[0, 1]`,
+/// a whole number of ppm (read by the one share parser).
+pub(super) fn rate_ppm(text: &str) -> Result<u32, String> {
+    // At most 1, so at most a million: it fits.
+    Share::parse_ppm(text, ShareRange::AtMostOne).map(|ppm| ppm as u32)
+}
+
+/// Parts per million as a decimal, for messages (`0.35`).
+pub(super) fn ppm_text(ppm: u64) -> String {
+    Share::from_ppm(ppm).decimal(6)
 }
 
 /// A link-sharing class as declared: its name, its linear rate (ppm) and
@@ -101,7 +79,7 @@ pub fn parse_classes(text: &str) -> Result<Vec<ClassSpec>, String> {
             }
             parent = Some(k as u32);
         }
-        let rate = parse_rate(rate).map_err(|e| format!("`classes`: class `{name}`: {e}"))?;
+        let rate = rate_ppm(rate).map_err(|e| format!("`classes`: class `{name}`: {e}"))?;
         if rate == 0 {
             return Err(format!(
                 "`classes`: class `{name}`: the rate must be above 0"
@@ -125,7 +103,7 @@ pub fn parse_classes(text: &str) -> Result<Vec<ClassSpec>, String> {
                 let c = &out[k as usize];
                 (
                     u64::from(c.rate),
-                    format!("`{}`'s rate {}", c.name, Ppm(c.rate.into())),
+                    format!("`{}`'s rate {}", c.name, ppm_text(c.rate.into())),
                 )
             }
         };
@@ -136,21 +114,11 @@ pub fn parse_classes(text: &str) -> Result<Vec<ClassSpec>, String> {
             };
             return Err(format!(
                 "`classes`: the class rates {inside} add up to {}, more than {whose}",
-                Ppm(total)
+                ppm_text(total)
             ));
         }
     }
     Ok(out)
-}
-
-/// Formats parts per million as a decimal (for messages).
-pub(super) struct Ppm(pub(super) u64);
-
-impl std::fmt::Display for Ppm {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let s = format!("{}.{:06}", self.0 / PPM, self.0 % PPM);
-        f.write_str(s.trim_end_matches('0').trim_end_matches('.'))
-    }
 }
 
 /// `rate * d`, rounded down: service (ns) at `rate` ppm over `d` ns.
@@ -307,7 +275,7 @@ pub fn admissible(curves: &[ServiceCurve]) -> Result<(), String> {
     if total_r2 > PPM {
         return Err(format!(
             "the long-term rates r2 would add up to {}, more than the CPU",
-            Ppm(total_r2)
+            ppm_text(total_r2)
         ));
     }
     for s in curves {

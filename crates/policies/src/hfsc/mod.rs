@@ -104,13 +104,13 @@
 
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Scheduler, Value, VpState,
+    ParentVp, PolicyInfo, Reject, Scheduler, ShareRange, Value, VpState,
 };
 use std::collections::BTreeSet;
 
 mod curve;
 mod place;
-pub use curve::{admissible, parse_classes, parse_rate, ClassSpec, Curve, ServiceCurve, PPM};
+pub use curve::{admissible, parse_classes, ClassSpec, Curve, ServiceCurve, PPM};
 pub use place::{
     child_curve, fits, parse_fit, parse_mode, parse_modes, place, place_best_effort, r2_sum, Fit,
     Mode, MODES,
@@ -187,11 +187,18 @@ fn params() -> Vec<ParamSpec> {
     ]
 }
 
+/// A curve's slopes: fractions of the CPU in whole ppm (`r2` must also be
+/// above 0, which [`child_curve`] says in its own words).
+const RATE: ParamKind = ParamKind::Rate {
+    range: ShareRange::AtMostOne,
+    ppm: true,
+};
+
 fn child_params() -> Vec<ParamSpec> {
     vec![
         ParamSpec::new(
             "r1",
-            ParamKind::Str,
+            RATE,
             "slope of the service curve's first segment (decimal in [0, 1])",
         )
         .with_default(Value::Str(DEFAULT_RATE.into())),
@@ -205,7 +212,7 @@ fn child_params() -> Vec<ParamSpec> {
         .with_default(Value::Duration(Duration::ZERO)),
         ParamSpec::new(
             "r2",
-            ParamKind::Str,
+            RATE,
             "slope after the first segment: the long-term rate (decimal in (0, 1])",
         )
         .with_default(Value::Str(DEFAULT_RATE.into())),

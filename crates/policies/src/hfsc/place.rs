@@ -12,7 +12,7 @@
 //! is published that we can state (global EDF's density tests concern
 //! sporadic tasks, not curves with link sharing), so `"global"` is refused.
 
-use super::curve::{admissible, parse_rate, Ppm, ServiceCurve, PPM};
+use super::curve::{admissible, ppm_text, rate_ppm, ServiceCurve, PPM};
 use hsched_core::{Duration, Params, Value};
 
 /// The values `multiprocessor` accepts, for messages.
@@ -86,8 +86,8 @@ pub fn parse_modes(params: &Params) -> Result<(Mode, Fit), String> {
 pub fn child_curve(params: &Params) -> Result<(ServiceCurve, bool), String> {
     let rate = |key: &str| -> Result<u32, String> {
         match params.get(key) {
-            None => parse_rate(super::DEFAULT_RATE),
-            Some(Value::Str(s)) => parse_rate(s),
+            None => rate_ppm(super::DEFAULT_RATE),
+            Some(Value::Str(s)) => rate_ppm(s),
             Some(other) => Err(format!(
                 "{other:?}: expected a decimal rate string such as \"0.35\""
             )),
@@ -153,7 +153,7 @@ pub fn place(vps: &[Vec<ServiceCurve>], new: ServiceCurve, fit: Fit) -> Result<u
                     }
                 }
             }
-            Err(e) => why.push(format!("vp{k} (Σ r2 = {}): {e}", Ppm(r2_sum(on)))),
+            Err(e) => why.push(format!("vp{k} (Σ r2 = {}): {e}", ppm_text(r2_sum(on)))),
         }
     }
     match best {
@@ -161,9 +161,9 @@ pub fn place(vps: &[Vec<ServiceCurve>], new: ServiceCurve, fit: Fit) -> Result<u
         None if vps.is_empty() => Err("it holds no VP".into()),
         None => Err(format!(
             "no VP admits <{}, {}, {}>: {}",
-            Ppm(new.r1.into()),
+            ppm_text(new.r1.into()),
             Duration(new.x),
-            Ppm(new.r2.into()),
+            ppm_text(new.r2.into()),
             why.join("; ")
         )),
     }

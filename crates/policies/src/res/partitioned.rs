@@ -32,7 +32,7 @@ impl ResParts {
     pub fn new(fit: Fit) -> Self {
         ResParts {
             fit,
-            parts: Parts::new(Res::new(super::Rate::ONE)),
+            parts: Parts::new(Res::new(hsched_core::Share::ONE)),
         }
     }
 

@@ -405,7 +405,7 @@ fn resu() -> Result<Vec<Check>, String> {
     let usp = usp.ok_or("the scenario has no `usp`")?;
     let link = usp.parents.first().ok_or("`usp` has no parent")?;
     let rate_text = link.params.str("rate");
-    let u = hsched_analysis::rules::parse_rate(rate_text)?.as_f64();
+    let u = hsched_core::Share::parse(rate_text, hsched_core::ShareRange::Rate)?.as_f64();
     let app = scn.threads.iter().find(|t| t.name == "app");
     let app = app.ok_or("the scenario has no thread `app`")?;
     let (x, y) = match (
