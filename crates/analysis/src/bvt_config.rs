@@ -16,14 +16,15 @@
 //! - A configured node read back for display: advances, warps and limits →
 //!   shares, `V`, `W`, warp lead times and the problems found ([`describe`]).
 //! - §6.2.3: how long a warp lets a thread run ahead ([`warp_lead_mcu`]).
-//! //!
-//! Units. Time is integer nanoseconds ([`Duration`]). Virtual time is in the
-//! units the `bvt` policy uses: a thread with mcu advance `m_i` gains `m_i`
-//! units of actual virtual time (AVT) per mcu it is charged (§2.1), and the
-//! charge for running `t` is `ceil(t/mcu)` mcu. The paper's `L_i/w_i` ("the
-//! amount the thread's AVT increases by running for the full `L_i`") is
-//! therefore `ceil(L_i/mcu)·m_i` units here. Shares are exact fractions
-//! ([`Ratio`]): nothing computed here goes through floating point.
+//!
+//! Units. Time is integer nanoseconds ([`hsched_core::Duration`]). Virtual
+//! time is in the units the `bvt` policy uses: a thread with mcu advance
+//! `m_i` gains `m_i` units of actual virtual time (AVT) per mcu it is
+//! charged (§2.1), and the charge for running `t` is `ceil(t/mcu)` mcu.
+//! The paper's `L_i/w_i` ("the amount the thread's AVT increases by running
+//! for the full `L_i`") is therefore `ceil(L_i/mcu)·m_i` units here.
+//! Shares are exact fractions ([`Ratio`]): nothing computed here goes
+//! through floating point.
 //!
 //! Limits. The paper states no approximation tolerance for the advances, so
 //! they represent the shares *exactly* (the smallest such integers); shares
