@@ -449,6 +449,7 @@ impl Scheduler for Edf {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::preempt::worst_running_best_waiting;
     use crate::testkit::{strategy, Harness, Parent};
     use hsched_core::Effect;
     use proptest::prelude::*;
@@ -628,14 +629,12 @@ mod tests {
                 }
                 h.assert_work_conserving();
                 // No waiting job is due before a running one.
-                let latest_running = h.requesting().into_iter()
-                    .filter(|&c| h.where_runs(c).is_some())
-                    .map(|c| h.sched().deadline_of(c).unwrap())
-                    .max();
-                let earliest_waiting = h.requesting().into_iter()
-                    .filter(|&c| h.where_runs(c).is_none())
-                    .map(|c| h.sched().deadline_of(c).unwrap())
-                    .min();
+                let h = &h;
+                let deadlines = move |running: bool| h.requesting().into_iter()
+                    .filter(move |&c| h.where_runs(c).is_some() == running)
+                    .map(move |c| h.sched().deadline_of(c).unwrap());
+                let (latest_running, earliest_waiting) =
+                    worst_running_best_waiting(Better::Lower, deadlines(true), deadlines(false));
                 if let (Some(run), Some(wait)) = (latest_running, earliest_waiting) {
                     prop_assert!(wait >= run, "waiting deadline {} < running {} after {:?}", wait, run, step);
                 }

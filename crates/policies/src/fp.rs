@@ -450,6 +450,7 @@ impl Scheduler for FixedPriority {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::preempt::worst_running_best_waiting;
     use crate::testkit::{strategy, Harness, Parent};
     use hsched_core::{Effect, VpState};
     use proptest::prelude::*;
@@ -653,14 +654,12 @@ mod tests {
                 }
                 h.assert_work_conserving();
                 // The running set is the top of the runnable children.
-                let lowest_running = h.requesting().into_iter()
-                    .filter(|&c| h.where_runs(c).is_some())
-                    .map(|c| h.sched().prio(c).unwrap())
-                    .min();
-                let best_waiting = h.requesting().into_iter()
-                    .filter(|&c| h.where_runs(c).is_none())
-                    .map(|c| h.sched().prio(c).unwrap())
-                    .max();
+                let h = &h;
+                let prios = move |running: bool| h.requesting().into_iter()
+                    .filter(move |&c| h.where_runs(c).is_some() == running)
+                    .map(move |c| h.sched().prio(c).unwrap());
+                let (lowest_running, best_waiting) =
+                    worst_running_best_waiting(Better::Higher, prios(true), prios(false));
                 if let (Some(lo), Some(hi)) = (lowest_running, best_waiting) {
                     prop_assert!(hi <= lo, "waiting prio {} > running prio {} after {:?}", hi, lo, step);
                 }

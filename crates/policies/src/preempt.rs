@@ -352,6 +352,21 @@ pub fn victims<W, R: Copy>(
     chosen
 }
 
+/// The two ends that meet when the running set is the top of the runnable
+/// children: the worst rank among `running` and the best among `waiting`
+/// (`None` for an empty side). No waiting child outranks a running one
+/// exactly when `better.outranks(best waiting, worst running)` is false.
+pub fn worst_running_best_waiting<K: Ord>(
+    better: Better,
+    running: impl IntoIterator<Item = K>,
+    waiting: impl IntoIterator<Item = K>,
+) -> (Option<K>, Option<K>) {
+    match better {
+        Better::Lower => (running.into_iter().max(), waiting.into_iter().min()),
+        Better::Higher => (running.into_iter().min(), waiting.into_iter().max()),
+    }
+}
+
 /// CPUs this scheduler holds but runs nothing on: `runs(vp)` says whether
 /// the policy runs a child on `vp`.
 pub fn idle_held(cx: &Cx, runs: impl Fn(ParentVp) -> bool) -> usize {

@@ -333,6 +333,7 @@ impl Scheduler for RateMonotonic {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::preempt::worst_running_best_waiting;
     use crate::testkit::{strategy, Harness, Parent};
     use hsched_core::Effect;
     use proptest::prelude::*;
@@ -404,14 +405,12 @@ mod tests {
                     continue;
                 }
                 h.assert_work_conserving();
-                let worst_running = h.requesting().into_iter()
-                    .filter(|&c| h.where_runs(c).is_some())
-                    .map(|c| h.sched().rank_of(c).unwrap())
-                    .max();
-                let best_waiting = h.requesting().into_iter()
-                    .filter(|&c| h.where_runs(c).is_none())
-                    .map(|c| h.sched().rank_of(c).unwrap())
-                    .min();
+                let h = &h;
+                let ranks = move |running: bool| h.requesting().into_iter()
+                    .filter(move |&c| h.where_runs(c).is_some() == running)
+                    .map(move |c| h.sched().rank_of(c).unwrap());
+                let (worst_running, best_waiting) =
+                    worst_running_best_waiting(Better::Lower, ranks(true), ranks(false));
                 if let (Some(run), Some(wait)) = (worst_running, best_waiting) {
                     prop_assert!(wait >= run, "waiting period {:?} < running {:?} after {:?}", wait, run, step);
                 }

@@ -9,27 +9,13 @@ use crate::hierarchy::{self, check_link_names, sched_decl, Child, LinkDecl, Sche
 use crate::interrupts;
 use crate::mutexes;
 use crate::program::{self, NameRef, Refs};
+use crate::sections::TOP_KEYS;
 use crate::tree::{self, index_path, Node, RawParam, Table};
 use hsched_core::{Duration, Instant, Msg, Params, PolicyInfo};
 use hsched_model::{Action, Machine, Program, Scenario, ScriptEvent, ThreadSpec};
 use std::collections::BTreeSet;
 use std::path::Path;
 
-pub(crate) const TOP_KEYS: &[&str] = &[
-    "name",
-    "description",
-    "horizon",
-    "seed",
-    "default",
-    "machine",
-    "scheduler",
-    "thread",
-    "script",
-    "plugins",
-    "domain",
-    "mutex",
-    "interrupt",
-];
 const MACHINE_KEYS: &[&str] = &["cpus", "context_switch", "tick", "watchdog"];
 const THREAD_KEYS: &[&str] = &[
     "name", "parent", "at", "arrival", "count", "program", "needs", "domain", "command",

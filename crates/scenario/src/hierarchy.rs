@@ -290,7 +290,7 @@ pub(crate) fn resolve(
                 ),
             )
             .help(describe(whose, specs));
-            if in_sched_table && crate::build::TOP_KEYS.contains(&rp.key.as_str()) {
+            if in_sched_table && crate::sections::TOP_KEYS.contains(&rp.key.as_str()) {
                 f = f.help(format!(
                     "`{}` is a top-level key: in TOML, keys after a [table] header belong to that table, so put top-level keys before the first header",
                     rp.key

@@ -23,6 +23,7 @@ mod interrupts;
 mod mutexes;
 mod program;
 pub mod rules;
+mod sections;
 mod tree;
 
 pub use error::ScenarioError;

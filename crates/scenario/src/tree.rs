@@ -351,7 +351,7 @@ impl<'a> Table<'a> {
         let mut msg = format!("unknown key `{}`", e.key);
         msg.push_str(&did_you_mean(&e.key, allowed.iter().copied()));
         let mut help = format!("expected one of: {}", allowed.join(", "));
-        if !self.path.is_empty() && crate::build::TOP_KEYS.contains(&e.key.as_str()) {
+        if !self.path.is_empty() && crate::sections::TOP_KEYS.contains(&e.key.as_str()) {
             help = format!(
                 "`{}` is a top-level key: in TOML, keys after a [table] header belong to that table, so put top-level keys before the first header",
                 e.key

@@ -4,7 +4,6 @@
 //! parsed document with toml_edit, so that how the base file is laid out
 //! (inline tables, `[[thread.program]]`, comments) does not matter.
 
-use crate::spec::Param;
 use crate::value::Value;
 use std::fmt;
 use toml_edit::{DocumentMut, Item, TableLike};
@@ -192,8 +191,8 @@ pub fn placeholders(text: &str) -> Vec<(usize, String)> {
 }
 
 /// `text` with every `${name}` replaced by the value of parameter `name`
-/// as written in the CSV.
-pub fn substitute(text: &str, params: &[Param], values: &[Value]) -> Result<String, String> {
+/// as written in the CSV (`names[i]` takes `values[i]`).
+pub fn substitute(text: &str, names: &[&str], values: &[Value]) -> Result<String, String> {
     if !text.contains("${") {
         return Ok(text.to_string());
     }
@@ -206,9 +205,9 @@ pub fn substitute(text: &str, params: &[Param], values: &[Value]) -> Result<Stri
             .find('}')
             .ok_or_else(|| "a `${` without its closing `}`".to_string())?;
         let name = after[..end].trim();
-        let i = params
+        let i = names
             .iter()
-            .position(|p| p.name == name)
+            .position(|&p| p == name)
             .ok_or_else(|| format!("`${{{name}}}` names no parameter"))?;
         out.push_str(&values[i].to_string());
         rest = &after[end + 1..];

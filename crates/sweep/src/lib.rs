@@ -22,6 +22,7 @@ pub mod edit;
 pub mod generator;
 pub mod metric;
 pub mod points;
+mod reader;
 pub mod run;
 pub mod spec;
 pub mod summary;
@@ -29,6 +30,7 @@ mod tree;
 pub mod value;
 
 pub use points::Shard;
+pub use reader::{load, parse};
 pub use run::{run, Options, Outcome, Progress, Silent, SweepError};
-pub use spec::{load, parse, Spec};
+pub use spec::Spec;
 pub use tree::SpecError;

@@ -109,7 +109,7 @@ pub fn scenario_text(spec: &Spec, p: &Point) -> Result<(String, String), String>
     let (file, text) = match &spec.base {
         Some(b) => (
             b.file.clone(),
-            crate::edit::substitute(&b.text, &spec.params, &p.values)?,
+            crate::edit::substitute(&b.text, &spec.param_names(), &p.values)?,
         ),
         None => (format!("{} (generated)", spec.file), String::new()),
     };

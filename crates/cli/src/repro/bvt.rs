@@ -320,7 +320,7 @@ pub fn entries() -> Vec<Entry> {
                 // m = W_i/V itself is left to `bvt-6.1.1-warp`, which
                 // measures it in simulation: here it would only be read back
                 // from a warp built as m windows.
-                Ok(hsched_analysis::bvt_config::paper_numbers()
+                Ok(super::bvt_paper::paper_numbers()
                     .into_iter()
                     .filter(|n| !n.quantity.starts_with("m = W_i/V"))
                     .map(|n| Check {

@@ -162,6 +162,7 @@ pub struct Entry {
 
 mod bvt;
 mod bvt_claims;
+mod bvt_paper;
 mod hls;
 mod hls_guarantees;
 mod live;

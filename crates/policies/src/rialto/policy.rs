@@ -257,11 +257,8 @@ use super::inherit::Inheritance;
 use super::place::{self, Fit, Multiprocessor, VpPin};
 pub(super) use requests::MutexKey;
 
-#[path = "queues.rs"]
 mod queues;
-#[path = "requests.rs"]
 mod requests;
-#[path = "select.rs"]
 mod select;
 
 use queues::{Act, Entry, Walk};

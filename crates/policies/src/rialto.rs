@@ -15,13 +15,13 @@
 //!   deadlock refusal, the RPC server's activity.
 //! - [`policy`]: the `rialto` policy itself: its state, the scheduler
 //!   callbacks and the guarantees, over three child modules:
-//!   - `select.rs`: next-thread selection, §4.6 rules 1–5 (EDF execution of
+//!   - `policy/select.rs`: next-thread selection, §4.6 rules 1–5 (EDF execution of
 //!     constraints in assigned time, §3.3; round robin within an activity
 //!     and for the timeshared remainder, §3.4, §3.5; the second-chance
 //!     queue, §4.5; the inheritance chain, §4.2);
-//!   - `queues.rs`: the per-activity and round-robin queues and the walk of
+//!   - `policy/queues.rs`: the per-activity and round-robin queues and the walk of
 //!     the current base period that keep a decision `O(log n)`;
-//!   - `requests.rs`: the messages (reservations, constraints, mutexes and
+//!   - `policy/requests.rs`: the messages (reservations, constraints, mutexes and
 //!     RPCs driving [`inherit`]).
 
 pub mod constraints;
