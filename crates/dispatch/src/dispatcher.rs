@@ -5,7 +5,7 @@
 
 use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Effect, Instant, Msg, ParamSpec, ParentVp, PolicyInfo,
-    Reply, SchedId, Scheduler, Sender, SyncEvent, ThreadId, TimerKey, VpState,
+    Registry, Reply, SchedId, Scheduler, Sender, SyncEvent, ThreadId, TimerKey, VpState,
 };
 use hsched_model::guard::{Change, Ruling, SharedGuard};
 use hsched_model::{Action, LogEntry, LogKind, NodeResult};
@@ -189,8 +189,8 @@ pub struct Dispatcher {
     pub(crate) root: Option<SchedId>,
     pub(crate) default: Option<SchedId>,
     /// Where a thread goes that the default scheduler refused (its
-    /// admission test): a built-in `rr` below the hierarchy, made the first
-    /// time it is needed.
+    /// admission test): the registry's fallback `rr` below the hierarchy,
+    /// made the first time it is needed.
     pub(crate) fallback: Option<SchedId>,
     pub(crate) timers: BinaryHeap<Reverse<(Instant, u64, TimerKind)>>,
     pub(crate) seq: u64,
@@ -198,8 +198,8 @@ pub struct Dispatcher {
     pub(crate) notes: VecDeque<Note>,
     pub(crate) log: Vec<LogEntry>,
     pub(crate) decisions: u64,
-    /// Policies made available beyond the built-in registry.
-    pub(crate) plugins: Vec<&'static PolicyInfo>,
+    /// The policies `create` builds by name, and the fallback ones.
+    pub(crate) registry: Registry,
     /// Dispatcher timers fired (horizons, policy timers, watchdog).
     pub(crate) fired: u64,
     /// Counts platform calls (events), for per-event limits.
@@ -218,7 +218,9 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
-    pub fn new(cfg: Config) -> Self {
+    /// A dispatcher with no scheduler yet, building policies from
+    /// `registry` (see [`Registry`]).
+    pub fn new(cfg: Config, registry: Registry) -> Self {
         let cpus = (0..cfg.cpus)
             .map(|_| Cpu {
                 path: Vec::with_capacity(8),
@@ -246,7 +248,7 @@ impl Dispatcher {
             notes: VecDeque::new(),
             log: Vec::new(),
             decisions: 0,
-            plugins: Vec::new(),
+            registry,
             fired: 0,
             event: 0,
             involuntary: false,
@@ -1267,12 +1269,15 @@ mod tests {
     /// platform hands them back to its operating system), once.
     #[test]
     fn the_threads_of_an_ejected_scheduler_are_reported_once() {
-        let mut d = Dispatcher::new(Config {
-            cpus: 1,
-            tick: None,
-            watchdog: Some(Duration::from_millis(100)),
-            check_invariants: true,
-        });
+        let mut d = Dispatcher::new(
+            Config {
+                cpus: 1,
+                tick: None,
+                watchdog: Some(Duration::from_millis(100)),
+                check_invariants: true,
+            },
+            hsched_policies::builtins(),
+        );
         let p = &mut NoPlatform;
         let root = d.create_root("root", "rr", &Params::new()).unwrap();
         d.set_default(root);

@@ -9,11 +9,13 @@
 //! list of DESIGN.md, which has no home for data both platforms and the
 //! scenario parser share). It holds data only: no I/O, no clock.
 
+mod draw;
 pub mod guard;
 pub mod result;
 pub mod scenario;
 pub mod sketch;
 
+pub use draw::draw;
 pub use result::*;
 pub use scenario::*;
 pub use sketch::{record_latency, sketched_latencies_note, Sketch, MAX_KEPT_LATENCIES};

@@ -33,7 +33,7 @@
 //!
 //! [`testkit`] drives a policy directly, without the dispatcher, for tests.
 
-use hsched_core::{Params, PolicyInfo, Scheduler};
+use hsched_core::{Fallback, Params, PolicyInfo, Registry, Scheduler};
 
 pub mod bvt;
 pub mod dbs;
@@ -88,18 +88,28 @@ pub fn find(name: &str) -> Option<&'static PolicyInfo> {
     registry().iter().find(|p| p.name == name)
 }
 
+/// The built-in policies as a registry to hand a dispatcher: `rr` shares
+/// the CPUs among threads the hierarchy cannot hold, under an `fp` machine
+/// root when there is a hierarchy already.
+pub fn builtins() -> Registry {
+    let builtin = |name| find(name).expect("a built-in policy");
+    Registry::new(
+        registry(),
+        Fallback {
+            shared: builtin("rr"),
+            machine: builtin("fp"),
+        },
+    )
+}
+
 /// Builds an instance of `policy` from unchecked parameters: resolves them
 /// against the declaration (defaults, types, ranges) first. Errors name the
 /// policy and the parameter.
 pub fn build(policy: &str, params: &Params) -> Result<Box<dyn Scheduler>, String> {
-    let info = find(policy).ok_or_else(|| {
-        let known: Vec<&str> = registry().iter().map(|p| p.name).collect();
-        format!("unknown policy `{policy}` (known: {})", known.join(", "))
-    })?;
-    let resolved = params
-        .resolve(&(info.params)())
-        .map_err(|e| format!("policy `{policy}`: {e}"))?;
-    (info.build)(&resolved).map_err(|e| format!("policy `{policy}`: {e}"))
+    builtins()
+        .get(policy)?
+        .instantiate(params)
+        .map_err(|e| format!("policy `{policy}`: {e}"))
 }
 
 #[cfg(test)]
