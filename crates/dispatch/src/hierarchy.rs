@@ -17,7 +17,8 @@
 //!
 //! [`Fallback`]: hsched_core::Fallback
 
-use crate::dispatcher::{ChildRef, Dispatcher, Hop, Inst, Link, Platform, Thr};
+use crate::dispatcher::{Dispatcher, Platform};
+use crate::table::{ChildRef, Hop, Inst, Link, Thr};
 use hsched_core::{
     ChildId, Cx, Instant, Params, ParentVp, PolicyInfo, SchedId, Scheduler, ThreadId, Value,
     VpState,

@@ -21,8 +21,13 @@
 
 mod build;
 mod checks;
+mod decide;
 mod dispatcher;
+mod effects;
+mod events;
 mod hierarchy;
+mod table;
+mod timers;
 
 pub use build::{apply, build_hierarchy, links, load};
 pub use dispatcher::{Config, Dispatcher, Platform};
