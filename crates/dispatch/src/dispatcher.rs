@@ -9,7 +9,7 @@
 //! structural checks). Their records are in `table.rs`.
 
 use crate::table::{half, Cpu, Inst, Note, Thr, TimerKind};
-use hsched_core::{CpuId, Duration, Effect, Instant, Registry, SchedId, ThreadId};
+use hsched_core::{CpuId, Duration, Effect, Instant, Registry, SchedId, ThreadId, VpState};
 use hsched_model::guard::{Change, Ruling, SharedGuard};
 use hsched_model::{LogEntry, LogKind, NodeResult};
 use std::cmp::Reverse;
@@ -188,6 +188,10 @@ impl Dispatcher {
     }
     pub fn default_sched(&self) -> Option<SchedId> {
         self.default
+    }
+    /// The states of scheduler `s`'s VPs (none once it is gone).
+    pub fn vp_states(&self, s: SchedId) -> &[VpState] {
+        self.inst(s).map_or(&[], |i| &i.vps)
     }
     /// The scheduler a thread is attached to now.
     pub fn thread_sched(&self, t: ThreadId) -> Option<SchedId> {

@@ -130,6 +130,22 @@ impl Dispatcher {
         Ok(s)
     }
 
+    /// Creates the root from a policy object built elsewhere (see
+    /// [`Dispatcher::create_with`]).
+    pub fn create_root_with(
+        &mut self,
+        name: &str,
+        info: &'static PolicyInfo,
+        instance: Box<dyn Scheduler>,
+    ) -> Result<SchedId, String> {
+        if let Some(r) = self.root {
+            return Err(format!("there is already a root, `{}`", self.sched_name(r)));
+        }
+        let s = self.create_with(name, info, instance, self.cfg.cpus)?;
+        self.install_root(s);
+        Ok(s)
+    }
+
     fn install_root(&mut self, s: SchedId) {
         self.root = Some(s);
         let cpus = self.cfg.cpus;

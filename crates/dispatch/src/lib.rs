@@ -27,6 +27,8 @@ mod effects;
 mod events;
 mod hierarchy;
 mod table;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
 mod timers;
 
 pub use build::{apply, build_hierarchy, links, load};

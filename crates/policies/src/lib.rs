@@ -31,7 +31,9 @@
 //! - [`rialto`]: Rialto (CPU reservations on a precomputed scheduling
 //!   graph, time constraints); the policy and its building blocks.
 //!
-//! [`testkit`] drives a policy directly, without the dispatcher, for tests.
+//! Their tests drive each policy inside the real dispatcher, through
+//! `hsched_dispatch::testkit` (a dev-dependency: the dispatcher does not
+//! depend on this crate).
 
 use hsched_core::{Fallback, Params, PolicyInfo, Registry, Scheduler};
 
@@ -55,7 +57,8 @@ pub mod rm;
 pub mod rr;
 pub mod rtwake;
 pub mod sfq;
-pub mod testkit;
+#[cfg(test)]
+mod testkit;
 pub mod ts;
 
 static REGISTRY: &[PolicyInfo] = &[
