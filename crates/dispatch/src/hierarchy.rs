@@ -122,12 +122,17 @@ impl Dispatcher {
         policy: &str,
         params: &Params,
     ) -> Result<SchedId, String> {
-        if let Some(r) = self.root {
-            return Err(format!("there is already a root, `{}`", self.sched_name(r)));
-        }
+        self.no_root_yet()?;
         let s = self.create(name, policy, params, self.cfg.cpus)?;
         self.install_root(s);
         Ok(s)
+    }
+
+    fn no_root_yet(&self) -> Result<(), String> {
+        match self.root {
+            Some(r) => Err(format!("there is already a root, `{}`", self.sched_name(r))),
+            None => Ok(()),
+        }
     }
 
     /// Creates the root from a policy object built elsewhere (see
@@ -138,9 +143,7 @@ impl Dispatcher {
         info: &'static PolicyInfo,
         instance: Box<dyn Scheduler>,
     ) -> Result<SchedId, String> {
-        if let Some(r) = self.root {
-            return Err(format!("there is already a root, `{}`", self.sched_name(r)));
-        }
+        self.no_root_yet()?;
         let s = self.create_with(name, info, instance, self.cfg.cpus)?;
         self.install_root(s);
         Ok(s)
