@@ -183,11 +183,10 @@ impl<S: Scheduler + ?Sized + 'static> Harness<S> {
         };
         let sink = made(disp.create_with("sink", &SINK_INFO, Box::new(Sink), 1));
         disp.set_default(sink);
-        let mut h = (disp, screen);
-        Self::settle(&mut h.0, &mut h.1, sink);
+        Self::settle(&mut disp, &mut screen, sink);
         // Not the test's: the dispatcher asks a new root on every CPU.
         record.borrow_mut().decisions.clear();
-        (h.0, h.1, tested, stand, sink)
+        (disp, screen, tested, stand, sink)
     }
 
     /// Lets the dispatcher finish what the last change started (a message
