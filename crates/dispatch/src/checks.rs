@@ -2,7 +2,8 @@
 //! scheduler that keeps a runnable thread off the CPU past a bound, and the
 //! structural checks run after every event in checking mode.
 
-use crate::dispatcher::{half, ChildRef, Dispatcher, TimerKind};
+use crate::dispatcher::Dispatcher;
+use crate::table::{half, ChildRef, TimerKind};
 use hsched_core::{ChildId, CpuId, ParentVp, SchedId, ThreadId, VpState};
 use hsched_model::LogKind;
 
@@ -163,5 +164,59 @@ impl Dispatcher {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::dispatcher::{Config, Dispatcher, Platform};
+    use crate::hierarchy::AttachLink;
+    use hsched_core::{CpuId, Duration, Instant, Params, ThreadId, Value};
+
+    struct NoPlatform;
+    impl Platform for NoPlatform {
+        fn set_cpu(&mut self, _: Instant, _: CpuId, _: Option<ThreadId>) {}
+    }
+
+    /// An `fp` under the default `rr` that keeps its low thread waiting is
+    /// ejected by the watchdog: both its threads are reported (a live
+    /// platform hands them back to its operating system), once.
+    #[test]
+    fn the_threads_of_an_ejected_scheduler_are_reported_once() {
+        let mut d = Dispatcher::new(
+            Config {
+                cpus: 1,
+                tick: None,
+                watchdog: Some(Duration::from_millis(100)),
+                check_invariants: true,
+            },
+            hsched_policies::builtins(),
+        );
+        let p = &mut NoPlatform;
+        let root = d.create_root("root", "rr", &Params::new()).unwrap();
+        d.set_default(root);
+        let fp = d.create("fp", "fp", &Params::new(), 1).unwrap();
+        let link = AttachLink {
+            parent: root,
+            vps: 1,
+            params: Params::new(),
+        };
+        d.attach(p, Instant::ZERO, fp, &[link]).unwrap();
+        let prio = |v| Params::new().with("prio", Value::Int(v));
+        let (high, _) = d.add_thread(Instant::ZERO, "high", fp, &prio(2));
+        let (low, _) = d.add_thread(Instant::ZERO, "low", fp, &prio(1));
+        for t in [high, low] {
+            d.thread_ready(p, Instant::ZERO, t);
+        }
+        assert!(d.take_ejected_threads().is_empty());
+        for ms in (10..=400).step_by(10) {
+            d.advance(p, Instant::ZERO + Duration::from_millis(ms));
+        }
+        let mut ejected = d.take_ejected_threads();
+        ejected.sort();
+        assert_eq!(ejected, vec![high, low], "{:#?}", d.take_log());
+        assert_eq!(d.thread_sched(low), Some(root));
+        d.advance(p, Instant::ZERO + Duration::from_millis(800));
+        assert!(d.take_ejected_threads().is_empty());
     }
 }

@@ -7,14 +7,18 @@
 //! runnable thread is runnable there at once. A scheduler an unload leaves
 //! with no parent is attached, with everything below it, under the default
 //! scheduler (the root, when the default is below it). If the default scheduler itself goes
-//! away, a fresh `rr` takes its place under a built-in fixed-priority
-//! `machine` root that gives the old hierarchy precedence, as Vassal lets
-//! the native scheduler run whatever the loaded one leaves. A thread the
-//! default scheduler refuses (an admission test, e.g. `frc`'s classes)
-//! goes to a built-in `rr` named `fallback`, placed the same way below the
-//! hierarchy: it runs on what the hierarchy leaves, and the log says so.
+//! away, a fresh `rr` (the registry's [`Fallback`] `shared` policy) takes
+//! its place under a fixed-priority `machine` root (`Fallback::machine`,
+//! `fp`) that gives the old hierarchy precedence, as Vassal lets the native
+//! scheduler run whatever the loaded one leaves. A thread the default
+//! scheduler refuses (an admission test, e.g. `frc`'s classes) goes to an
+//! `rr` named `fallback`, placed the same way below the hierarchy: it runs
+//! on what the hierarchy leaves, and the log says so.
+//!
+//! [`Fallback`]: hsched_core::Fallback
 
-use crate::dispatcher::{ChildRef, Dispatcher, Hop, Inst, Link, Platform, Thr};
+use crate::dispatcher::{Dispatcher, Platform};
+use crate::table::{ChildRef, Hop, Inst, Link, Thr};
 use hsched_core::{
     ChildId, Cx, Instant, Params, ParentVp, PolicyInfo, SchedId, Scheduler, ThreadId, Value,
     VpState,
@@ -43,31 +47,29 @@ impl Dispatcher {
         params: &Params,
         vps: u32,
     ) -> Result<SchedId, String> {
-        let info = self.find_policy(policy).ok_or_else(|| {
-            let known: Vec<&str> = hsched_policies::registry()
-                .iter()
-                .chain(self.plugins.iter().copied())
-                .map(|p| p.name)
-                .collect();
-            format!("unknown policy `{policy}` (known: {})", known.join(", "))
-        })?;
-        let resolved = params
-            .resolve(&(info.params)())
-            .map_err(|e| format!("scheduler `{name}` ({policy}): {e}"))?;
-        let instance =
-            (info.build)(&resolved).map_err(|e| format!("scheduler `{name}` ({policy}): {e}"))?;
+        let info = self.registry.get(policy)?;
+        self.create_from(name, info, params, vps)
+    }
+
+    /// Creates an instance of `info` (see [`Dispatcher::create`]).
+    fn create_from(
+        &mut self,
+        name: &str,
+        info: &'static PolicyInfo,
+        params: &Params,
+        vps: u32,
+    ) -> Result<SchedId, String> {
+        let instance = info
+            .instantiate(params)
+            .map_err(|e| format!("scheduler `{name}` ({}): {e}", info.name))?;
         self.create_with(name, info, instance, vps)
     }
 
-    /// Makes a policy that is not built in available to `create` by name
-    /// (an out-of-tree policy, a test double). Built-in names win.
+    /// Makes a policy that is not in the registry the dispatcher was given
+    /// available to `create` by name (a plugin loaded while running). The
+    /// names already there win.
     pub fn add_policy(&mut self, info: &'static PolicyInfo) {
-        self.plugins.push(info);
-    }
-
-    fn find_policy(&self, name: &str) -> Option<&'static PolicyInfo> {
-        hsched_policies::find(name)
-            .or_else(|| self.plugins.iter().copied().find(|p| p.name == name))
+        self.registry.add(info);
     }
 
     /// Creates an instance from a policy object built elsewhere (a policy
@@ -120,10 +122,29 @@ impl Dispatcher {
         policy: &str,
         params: &Params,
     ) -> Result<SchedId, String> {
-        if let Some(r) = self.root {
-            return Err(format!("there is already a root, `{}`", self.sched_name(r)));
-        }
+        self.no_root_yet()?;
         let s = self.create(name, policy, params, self.cfg.cpus)?;
+        self.install_root(s);
+        Ok(s)
+    }
+
+    fn no_root_yet(&self) -> Result<(), String> {
+        match self.root {
+            Some(r) => Err(format!("there is already a root, `{}`", self.sched_name(r))),
+            None => Ok(()),
+        }
+    }
+
+    /// Creates the root from a policy object built elsewhere (see
+    /// [`Dispatcher::create_with`]).
+    pub fn create_root_with(
+        &mut self,
+        name: &str,
+        info: &'static PolicyInfo,
+        instance: Box<dyn Scheduler>,
+    ) -> Result<SchedId, String> {
+        self.no_root_yet()?;
+        let s = self.create_with(name, info, instance, self.cfg.cpus)?;
         self.install_root(s);
         Ok(s)
     }
@@ -463,7 +484,7 @@ impl Dispatcher {
         };
         let child = self
             .register(fallback, ChildRef::Thread(t), &Params::new())
-            .expect("the built-in rr admits every thread");
+            .expect("the fallback policy admits every thread");
         self.rehome_runnable(
             t,
             Link {
@@ -472,8 +493,9 @@ impl Dispatcher {
             },
         );
         format!(
-            "`{}` (rr, below the hierarchy: it runs on the time the hierarchy leaves)",
-            self.sched_name(fallback)
+            "`{}` ({}, below the hierarchy: it runs on the time the hierarchy leaves)",
+            self.sched_name(fallback),
+            self.registry.fallback().shared.name
         )
     }
 
@@ -637,16 +659,18 @@ impl Dispatcher {
         self.record(
             LogKind::Moved,
             format!(
-                "`{}` (rr) is now the default scheduler",
-                self.sched_name(rr)
+                "`{}` ({}) is now the default scheduler",
+                self.sched_name(rr),
+                self.registry.fallback().shared.name
             ),
         );
     }
 
-    /// A fresh built-in `rr` named after `base` (`base-1`... when taken),
-    /// holding every CPU: the root when there is none, else below the
-    /// hierarchy under a new fixed-priority `machine` root that gives the
-    /// old root precedence (so every guarantee the old root had, it keeps).
+    /// A fresh instance of the registry's shared fallback policy (`rr` for
+    /// the built-ins) named after `base` (`base-1`... when taken), holding
+    /// every CPU: the root when there is none, else below the hierarchy
+    /// under a new `machine` root (`fp`) that gives the old root precedence
+    /// (so every guarantee the old root had, it keeps).
     fn add_below_hierarchy(&mut self, base: &str) -> SchedId {
         let fresh_name = |d: &Dispatcher, base: &str| {
             (0..)
@@ -659,9 +683,10 @@ impl Dispatcher {
         };
         let cpus = self.cfg.cpus;
         let rr_name = fresh_name(self, base);
+        let fallback = self.registry.fallback();
         let rr = self
-            .create(&rr_name, "rr", &Params::new(), cpus)
-            .expect("the built-in rr policy builds with defaults");
+            .create_from(&rr_name, fallback.shared, &Params::new(), cpus)
+            .expect("the shared fallback policy builds with defaults");
         match self.root {
             None => {
                 self.install_root(rr);
@@ -669,8 +694,8 @@ impl Dispatcher {
             Some(old_root) => {
                 let machine_name = fresh_name(self, "machine");
                 let machine = self
-                    .create(&machine_name, "fp", &Params::new(), cpus)
-                    .expect("the built-in fp policy builds with defaults");
+                    .create_from(&machine_name, fallback.machine, &Params::new(), cpus)
+                    .expect("the machine fallback policy builds with defaults");
                 self.promote_root(old_root, machine);
                 let hi = Params::new().with("prio", Value::Int(1));
                 let lo = Params::new().with("prio", Value::Int(0));

@@ -23,8 +23,15 @@
 
 mod build;
 mod checks;
+mod decide;
 mod dispatcher;
+mod effects;
+mod events;
 mod hierarchy;
+mod table;
+#[cfg(any(test, feature = "testkit"))]
+pub mod testkit;
+mod timers;
 
 pub use build::{apply, build_hierarchy, links, load};
 pub use dispatcher::{Config, Dispatcher, Platform};

@@ -816,12 +816,17 @@ impl Agent {
         sys::set_timer_slack(1).map_err(|e| format!("setting the timer slack: {e}"))?;
         let timer = sys::Timer::new().map_err(|e| format!("a timerfd: {e}"))?;
         Ok(Agent {
-            disp: Dispatcher::new(Config {
-                cpus: cpus.len() as u32,
-                tick: None,
-                watchdog,
-                check_invariants: false,
-            }),
+            // Policies a scenario or an operator loads from plugins are
+            // added as they come (`Dispatcher::add_policy`).
+            disp: Dispatcher::new(
+                Config {
+                    cpus: cpus.len() as u32,
+                    tick: None,
+                    watchdog,
+                    check_invariants: false,
+                },
+                hsched_policies::builtins(),
+            ),
             platform: LivePlatform {
                 cpus: cpus.to_vec(),
                 tids: Vec::new(),

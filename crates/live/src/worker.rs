@@ -288,20 +288,20 @@ impl<W: Write> Worker<W> {
     fn step(&mut self, step: &Step) -> Flow {
         match step {
             Step::Run(d) => {
-                let want = hsched_sim::draw(d, &mut self.rng).as_nanos();
+                let want = hsched_model::draw(d, &mut self.rng).as_nanos();
                 let start = clock_ns(libc::CLOCK_THREAD_CPUTIME_ID);
                 while clock_ns(libc::CLOCK_THREAD_CPUTIME_ID) - start < want {
                     std::hint::spin_loop();
                 }
             }
             Step::Spin(d) => {
-                let until = self.now() + hsched_sim::draw(d, &mut self.rng).as_nanos();
+                let until = self.now() + hsched_model::draw(d, &mut self.rng).as_nanos();
                 while self.now() < until {
                     std::hint::spin_loop();
                 }
             }
             Step::Sleep(d) => {
-                let until = self.now() + hsched_sim::draw(d, &mut self.rng).as_nanos();
+                let until = self.now() + hsched_model::draw(d, &mut self.rng).as_nanos();
                 sleep_until(self.zero_ns + until);
             }
             // SAFETY: no arguments.

@@ -12,11 +12,13 @@
 
 #![forbid(unsafe_code)]
 
+mod draw;
 pub mod guard;
 pub mod result;
 pub mod scenario;
 pub mod sketch;
 
+pub use draw::draw;
 pub use result::*;
 pub use scenario::*;
 pub use sketch::{record_latency, sketched_latencies_note, Sketch, MAX_KEPT_LATENCIES};

@@ -31,11 +31,13 @@
 //! - [`rialto`]: Rialto (CPU reservations on a precomputed scheduling
 //!   graph, time constraints); the policy and its building blocks.
 //!
-//! [`testkit`] drives a policy directly, without the dispatcher, for tests.
+//! Their tests drive each policy inside the real dispatcher, through
+//! `hsched_dispatch::testkit` (a dev-dependency: the dispatcher does not
+//! depend on this crate).
 
 #![forbid(unsafe_code)]
 
-use hsched_core::{Params, PolicyInfo, Scheduler};
+use hsched_core::{Fallback, Params, PolicyInfo, Registry, Scheduler};
 
 pub mod bvt;
 pub mod dbs;
@@ -57,7 +59,8 @@ pub mod rm;
 pub mod rr;
 pub mod rtwake;
 pub mod sfq;
-pub mod testkit;
+#[cfg(test)]
+mod testkit;
 pub mod ts;
 
 static REGISTRY: &[PolicyInfo] = &[
@@ -90,18 +93,28 @@ pub fn find(name: &str) -> Option<&'static PolicyInfo> {
     registry().iter().find(|p| p.name == name)
 }
 
+/// The built-in policies as a registry to hand a dispatcher: `rr` shares
+/// the CPUs among threads the hierarchy cannot hold, under an `fp` machine
+/// root when there is a hierarchy already.
+pub fn builtins() -> Registry {
+    let builtin = |name| find(name).expect("a built-in policy");
+    Registry::new(
+        registry(),
+        Fallback {
+            shared: builtin("rr"),
+            machine: builtin("fp"),
+        },
+    )
+}
+
 /// Builds an instance of `policy` from unchecked parameters: resolves them
 /// against the declaration (defaults, types, ranges) first. Errors name the
 /// policy and the parameter.
 pub fn build(policy: &str, params: &Params) -> Result<Box<dyn Scheduler>, String> {
-    let info = find(policy).ok_or_else(|| {
-        let known: Vec<&str> = registry().iter().map(|p| p.name).collect();
-        format!("unknown policy `{policy}` (known: {})", known.join(", "))
-    })?;
-    let resolved = params
-        .resolve(&(info.params)())
-        .map_err(|e| format!("policy `{policy}`: {e}"))?;
-    (info.build)(&resolved).map_err(|e| format!("policy `{policy}`: {e}"))
+    builtins()
+        .get(policy)?
+        .instantiate(params)
+        .map_err(|e| format!("policy `{policy}`: {e}"))
 }
 
 #[cfg(test)]

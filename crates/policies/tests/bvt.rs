@@ -5,8 +5,8 @@
 use hsched_core::{
     ChildId, Duration, Effect, Instant, Msg, Params, ParentVp, Reply, Sender, ThreadId, Value,
 };
+use hsched_dispatch::testkit::{Harness, Parent, Step};
 use hsched_policies::bvt::{Bvt, Config, Mode};
-use hsched_policies::testkit::{Harness, Parent, Step};
 use proptest::prelude::*;
 
 type H = Harness<Bvt>;
@@ -47,7 +47,7 @@ fn plain(advance: i64) -> Params {
     attach(advance, 0, Duration::ZERO, Duration::ZERO, false)
 }
 
-fn bvt(h: &H) -> &Bvt {
+fn bvt(h: &H) -> std::cell::Ref<'_, Bvt> {
     h.sched()
 }
 
@@ -353,7 +353,8 @@ fn involuntary_wake(counts: bool) -> i128 {
     h.block_involuntary(b); // a page fault right after being dispatched
     h.advance_to(at(125));
     h.wake(b);
-    bvt(&h).avt(b).unwrap()
+    let avt = bvt(&h).avt(b).unwrap();
+    avt
 }
 
 #[test]

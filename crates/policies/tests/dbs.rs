@@ -4,8 +4,8 @@
 //! overrun tier run with it off: their schedules are today's, unchanged.
 
 use hsched_core::{ChildId, Dispatch, Duration, Instant, Msg, Params, ParentVp, Reply, Value};
+use hsched_dispatch::testkit::{Harness, Parent};
 use hsched_policies::dbs::Dbs;
-use hsched_policies::testkit::{Harness, Parent};
 use proptest::prelude::*;
 
 const Q: Duration = Duration::from_millis(10);
@@ -250,6 +250,7 @@ fn an_under_reserved_child_overruns_before_the_batch_child() {
         (1, 0, 1)
     );
     assert_eq!(inner.remaining(0), Some(Duration::ZERO));
+    drop(inner);
     // Waking again before the deadline, a overruns again at once.
     h.advance_to(ms(20));
     h.wake(a);
@@ -466,8 +467,8 @@ mod admission {
         ChildId, CpuId, Dispatch, Duration, Instant, Msg, Params, ParentVp, Reply, Scheduler,
         Sender, Value, VpState,
     };
+    use hsched_dispatch::testkit::Host;
     use hsched_policies::dbs::Dbs;
-    use hsched_policies::testkit::Host;
 
     const Q: Duration = Duration::from_millis(10);
 
@@ -736,13 +737,13 @@ mod admission {
 
 #[derive(Clone, Copy, Debug)]
 enum Action {
-    Kit(hsched_policies::testkit::Step),
+    Kit(hsched_dispatch::testkit::Step),
     Reserve(u8, i32, u32, u32),
     Cancel(u8),
 }
 
 fn action() -> impl Strategy<Value = Action> {
-    use hsched_policies::testkit::Step as S;
+    use hsched_dispatch::testkit::Step as S;
     prop_oneof![
         2 => any::<u8>().prop_map(|n| Action::Kit(S::Register(n))),
         1 => any::<u8>().prop_map(|n| Action::Kit(S::Unregister(n))),

@@ -3,8 +3,8 @@
 //! differential admission control (§3.1) and the parsers.
 
 use hsched_core::{ChildId, Duration, Effect, Instant, Params, ParentVp, Share, ShareRange, Value};
+use hsched_dispatch::testkit::{Harness, Parent, Step};
 use hsched_policies::frc::{parse_classes, Frc, FINISH_SCALE};
-use hsched_policies::testkit::{Harness, Parent, Step};
 use proptest::prelude::*;
 
 fn harness(vps: u32, policy: Params) -> Harness<Frc> {

@@ -5,11 +5,11 @@
 //! harness.
 
 use hsched_core::{ChildId, Duration, Instant, Params, Share, ShareRange, Value};
+use hsched_dispatch::testkit::{Harness, Parent};
 use hsched_policies::hfsc::{
     admissible, parse_classes, parse_fit, parse_mode, parse_modes, place, ClassSpec, Curve, Fit,
     Hfsc, Mode, ServiceCurve, PPM,
 };
-use hsched_policies::testkit::{Harness, Parent};
 use proptest::prelude::*;
 
 const Q: Duration = Duration::from_millis(1);
@@ -252,6 +252,7 @@ fn wake_up_sets_eligibility_and_deadline_from_the_curves() {
     // its deadline follows the slow first segment: 1 ms at 0.1 = 10 ms.
     let (e, d) = s.eligible_and_deadline(convex).unwrap();
     assert_eq!((e, d), (3 * MS, 13 * MS));
+    drop(s);
     // The earliest deadline among eligible children wins over `busy`,
     // whose finish value is larger anyway; then the concave one runs.
     h.advance_to(ms(4));

@@ -7,12 +7,12 @@
 //! included, after each callback).
 
 use hsched_core::{ChildId, Duration, Instant, Msg, Params, ParentVp, Reply, Share, Value};
+use hsched_dispatch::testkit::{Harness, Parent, Segment, Step};
 use hsched_policies::dbs::partitioned::DbsParts;
 use hsched_policies::dbs::Dbs;
 use hsched_policies::partition::Fit;
 use hsched_policies::res::partitioned::ResParts;
 use hsched_policies::res::Res;
-use hsched_policies::testkit::{Harness, Parent, Segment, Step};
 use proptest::prelude::*;
 
 fn ms(n: u64) -> Duration {

@@ -3,8 +3,8 @@
 //! lower precedence, and FRC's rate sharing kept underneath.
 
 use hsched_core::{ChildId, Duration, Effect, Instant, Params, ParentVp, Value};
+use hsched_dispatch::testkit::{Harness, Parent, Step};
 use hsched_policies::rcsp::Rcsp;
-use hsched_policies::testkit::{Harness, Parent, Step};
 use proptest::prelude::*;
 
 fn harness(vps: u32) -> Harness<Rcsp> {

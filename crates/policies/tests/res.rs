@@ -9,8 +9,8 @@ use hsched_core::{
     ChildId, CpuId, Dispatch, Duration, Effect, Instant, Msg, Params, ParentVp, Reply, Scheduler,
     Share, ShareRange, Value, VpState,
 };
+use hsched_dispatch::testkit::{Harness, Host, Parent, Segment, Step};
 use hsched_policies::res::{Res, Util};
-use hsched_policies::testkit::{Harness, Host, Parent, Segment, Step};
 use proptest::prelude::*;
 
 type H = Harness<Res>;

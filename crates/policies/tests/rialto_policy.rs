@@ -5,9 +5,9 @@
 //! inheritance across mutexes and RPCs.
 
 use hsched_core::{ChildId, Dispatch, Duration, Instant, Msg, Params, ParentVp, Reply, Value};
+use hsched_dispatch::testkit::{Harness, Parent, Step};
 use hsched_policies::rialto::graph::GraphParams;
 use hsched_policies::rialto::Rialto;
-use hsched_policies::testkit::{Harness, Parent, Step};
 use proptest::prelude::*;
 
 fn ms(x: u64) -> Duration {

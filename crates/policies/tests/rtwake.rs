@@ -9,8 +9,8 @@ use hsched_core::{
     ChildId, CpuId, Dispatch, Duration, Instant, Msg, Params, ParentVp, Reply, Scheduler, Sender,
     ThreadId, Value, VpState,
 };
+use hsched_dispatch::testkit::{Harness, Host, Parent};
 use hsched_policies::rtwake::{RtWake, DEFAULT_LATENCY, DEFAULT_QUANTUM};
-use hsched_policies::testkit::{Harness, Host, Parent};
 use proptest::prelude::*;
 
 /// rtwake's one timer.

@@ -5,8 +5,8 @@ use hsched_core::{
     ChildId, Dispatch, Duration, Effect, Instant, Msg, Params, ParentVp, Reply, Scheduler, Sender,
     Value,
 };
+use hsched_dispatch::testkit::{Harness, Parent};
 use hsched_policies::sfq::Sfq;
-use hsched_policies::testkit::{Harness, Parent};
 use proptest::prelude::*;
 
 const Q: Duration = Duration::from_millis(10);
@@ -134,7 +134,7 @@ fn warp_message_errors_name_the_problem() {
     assert!(e.contains("reserve"), "{e}");
     // From someone who is not a child (the operator).
     let mut sfq = Sfq::new(Q).unwrap();
-    let host = hsched_policies::testkit::Host::new(1);
+    let host = hsched_dispatch::testkit::Host::new(1);
     let operator = Sender {
         thread: None,
         child: None,
@@ -427,10 +427,10 @@ enum Action {
     Warp(u8, bool),
 }
 
-type Step2 = hsched_policies::testkit::Step;
+type Step2 = hsched_dispatch::testkit::Step;
 
 fn action() -> impl Strategy<Value = Action> {
-    use hsched_policies::testkit::Step as S;
+    use hsched_dispatch::testkit::Step as S;
     prop_oneof![
         2 => any::<u8>().prop_map(|n| Action::Kit(S::Register(n))),
         1 => any::<u8>().prop_map(|n| Action::Kit(S::Unregister(n))),

@@ -3,7 +3,7 @@
 //! limits), and random runs that keep the protocol and the invariants.
 
 use hsched_core::{ChildId, Dispatch, Duration, Instant, Params, ParentVp, Value};
-use hsched_policies::testkit::{Harness, Parent, Segment, Step};
+use hsched_dispatch::testkit::{Harness, Parent, Segment, Step};
 use hsched_policies::ts::{Config, TimeSharing, PRIO_TOP};
 use proptest::prelude::*;
 

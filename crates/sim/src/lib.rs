@@ -22,8 +22,8 @@ mod program;
 pub mod workloads;
 mod world;
 
+pub use hsched_model::draw;
 pub use jobs::{JobSink, DEFAULT_KEEP_JOBS, MIN_KEEP_JOBS};
-pub use program::draw;
 pub use world::{CallOutcome, CallRecord, MAX_DEPTH};
 use world::{Ev, World};
 pub use world::{DEFAULT_TRACE_LIMIT, MAX_KEPT_LATENCIES, MAX_LOG_ENTRIES};
@@ -104,15 +104,19 @@ impl<'a> Simulation<'a> {
         let started = std::time::Instant::now();
         let horizon = Instant::ZERO + opts.horizon.unwrap_or(scn.horizon);
         let seed = opts.seed.unwrap_or(scn.seed);
-        let mut disp = Dispatcher::new(Config {
-            cpus: scn.machine.cpus,
-            tick: scn.machine.tick,
-            watchdog: scn.machine.watchdog,
-            check_invariants: opts.check_invariants,
-        });
+        let mut registry = hsched_policies::builtins();
         for info in extra {
-            disp.add_policy(info);
+            registry.add(info);
         }
+        let mut disp = Dispatcher::new(
+            Config {
+                cpus: scn.machine.cpus,
+                tick: scn.machine.tick,
+                watchdog: scn.machine.watchdog,
+                check_invariants: opts.check_invariants,
+            },
+            registry,
+        );
         if let Some(guard) = &opts.guard {
             disp.set_guard(guard.clone());
         }

@@ -6,10 +6,11 @@
 //! deterministic.
 
 use hsched_core::{Duration, Instant, Msg};
+// The draw lives beside `Dist` (live's workers draw the same way).
+pub(crate) use hsched_model::draw;
 use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target, Via};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
-use rand_distr::{Distribution, Exp, Normal};
 
 #[derive(Clone, Debug)]
 pub(crate) enum Instr {
@@ -196,27 +197,6 @@ fn emit_jobs(
     emit(body, out, intern);
     out.push(Instr::JobEnd { start: at });
     out[at] = start(out.len());
-}
-
-/// Draws a duration. Continuous distributions are drawn in floating point
-/// (this is the workload, not a decision) and rounded to whole nanoseconds.
-pub fn draw(dist: &Dist, rng: &mut ChaCha8Rng) -> Duration {
-    match *dist {
-        Dist::Fixed(d) => d,
-        Dist::Uniform { min, max } => Duration(rng.gen_range(min.as_nanos()..=max.as_nanos())),
-        Dist::Exponential { mean, max } => {
-            let lambda = 1.0 / (mean.as_nanos().max(1) as f64);
-            let x: f64 = Exp::new(lambda).map(|e| e.sample(rng)).unwrap_or(0.0);
-            Duration((x.round() as u64).min(max.as_nanos()))
-        }
-        Dist::Normal { mean, sd, min, max } => {
-            let x: f64 = Normal::new(mean.as_nanos() as f64, sd.as_nanos() as f64)
-                .map(|n| n.sample(rng))
-                .unwrap_or(mean.as_nanos() as f64);
-            let x = x.round().max(0.0) as u64;
-            Duration(x.clamp(min.as_nanos(), max.as_nanos().max(min.as_nanos())))
-        }
-    }
 }
 
 /// Where a thread is in its program.
