@@ -23,8 +23,9 @@ import time
 import pytest
 
 from conftest import require
+from round_robin import RoundRobin
 import hsched
-from hsched import Dispatch, Param, Policy
+from hsched import Param
 
 # Three CPU-bound workers (hsched's worker executing `run` for ever) under
 # one scheduler on one CPU. The quantum, 10 ms, is short against the run
@@ -46,55 +47,11 @@ program = [ {{ loop = {{ body = [ {{ run = "100s" }} ] }} }} ]
 """
 
 
-class LiveRoundRobin(Policy):
-    """Round robin with a quantum, as `rr` does it: each grant runs the
-    child that waited longest, a timer takes the CPU back at the quantum's
-    end."""
+class LiveRoundRobin(RoundRobin):
+    """The tests' round robin with `rr`'s 10ms quantum."""
 
     name = "py-live-rr"
     params = [Param.duration("quantum", default="10ms", min=1, doc="time slice")]
-
-    def __init__(self, params):
-        self.quantum = params["quantum"]
-        self.queue = collections.deque()
-        self.on_vp = {}
-
-    def register_vp(self, cx, child, params):
-        pass
-
-    def unregister_vp(self, cx, child):
-        self.vp_release(cx, child)
-
-    def vp_request(self, cx, child):
-        self.queue.append(child)
-        cx.want_cpus(len(self.queue) + len(self.on_vp))
-
-    def vp_release(self, cx, child):
-        if child in self.queue:
-            self.queue.remove(child)
-        self.on_vp = {vp: c for vp, c in self.on_vp.items() if c != child}
-        cx.want_cpus(len(self.queue) + len(self.on_vp))
-
-    def vp_grant(self, cx, vp, cpu):
-        ran = self.on_vp.pop(vp, None)
-        if ran is not None:
-            self.queue.append(ran)
-        if not self.queue:
-            cx.cancel_timer(vp)
-            return Dispatch.release()
-        self.on_vp[vp] = self.queue.popleft()
-        cx.set_timer(vp, cx.now + self.quantum)
-        return Dispatch.run(self.on_vp[vp])
-
-    def vp_revoke(self, cx, vp, cpu):
-        ran = self.on_vp.pop(vp, None)
-        if ran is not None:
-            self.queue.appendleft(ran)
-        cx.cancel_timer(vp)
-
-    def timer(self, cx, key):
-        if cx.vp_state(key).held:
-            cx.reschedule(key)
 
 
 # When the broken policy gives up: well after the workers have started and
