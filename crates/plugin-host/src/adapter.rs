@@ -16,7 +16,7 @@
 //! the dispatcher calls outside `catch_unwind`, reports them as a broken
 //! invariant instead (also an ejection).
 
-use crate::Loaded;
+use crate::library::Loaded;
 use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Msg, Params, ParentVp, Reject, Reply, Scheduler,
     Sender, TimerKey,

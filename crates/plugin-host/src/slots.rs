@@ -14,7 +14,8 @@
 //! identically (a rebuilt file with another policy there is refused).
 
 use crate::adapter::PluginScheduler;
-use crate::{open, LoadError, LoadErrorKind, Loaded, Source};
+use crate::error::{LoadError, LoadErrorKind};
+use crate::library::{open, Loaded, Source};
 use hsched_core::{ParamSpec, Params, PolicyInfo, Scheduler};
 use hsched_plugin::wire::{PolicyDesc, WParamSpec};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
