@@ -73,7 +73,9 @@ impl StaticStr {
         if self.ptr.is_null() {
             return String::new();
         }
-        String::from_utf8_lossy(std::slice::from_raw_parts(self.ptr, self.len)).into_owned()
+        // SAFETY: the caller promises `len` readable bytes at `ptr`.
+        let bytes = unsafe { std::slice::from_raw_parts(self.ptr, self.len) };
+        String::from_utf8_lossy(bytes).into_owned()
     }
 }
 
@@ -129,9 +131,13 @@ impl Sink {
     /// A sink that appends to `buf` (the host's side).
     pub fn to_vec(buf: &mut Vec<u8>) -> Sink {
         unsafe extern "C" fn append(ctx: *mut c_void, data: *const u8, len: usize) {
-            let buf = &mut *(ctx as *mut Vec<u8>);
-            if !data.is_null() && len > 0 {
-                buf.extend_from_slice(std::slice::from_raw_parts(data, len));
+            // SAFETY: `ctx` is the `Vec` this sink was made from, alive for
+            // the entry being run, and the plugin passes `len` readable bytes.
+            unsafe {
+                let buf = &mut *(ctx as *mut Vec<u8>);
+                if !data.is_null() && len > 0 {
+                    buf.extend_from_slice(std::slice::from_raw_parts(data, len));
+                }
             }
         }
         Sink {
@@ -145,8 +151,11 @@ impl Sink {
     /// # Safety
     /// `sink` must be the pointer the host passed to the entry being run.
     pub unsafe fn put(sink: *mut Sink, data: &[u8]) {
-        if let Some(s) = sink.as_ref() {
-            (s.write)(s.ctx, data.as_ptr(), data.len());
+        // SAFETY: the caller passes the host's live sink (or null).
+        unsafe {
+            if let Some(s) = sink.as_ref() {
+                (s.write)(s.ctx, data.as_ptr(), data.len());
+            }
         }
     }
 }

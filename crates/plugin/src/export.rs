@@ -151,7 +151,9 @@ fn guarded(out: *mut Sink, f: impl FnOnce() -> Status) -> Status {
 }
 
 unsafe extern "C" fn describe(policy: *const c_void, out: *mut Sink) -> Status {
-    guarded(out, || {
+    // SAFETY: the host passes back this table's `policy` (an `Export`) and
+    // a live sink of its own: the ABI's contract (`abi::PolicyVTable`).
+    guarded(out, || unsafe {
         let export = &*(policy as *const Export);
         match postcard::to_allocvec(&export.describe()) {
             Ok(bytes) => {
@@ -176,7 +178,10 @@ unsafe extern "C" fn create(
     instance: *mut *mut c_void,
     out: *mut Sink,
 ) -> Status {
-    guarded(out, || {
+    // SAFETY: the host passes back this table's `policy` (an `Export`),
+    // `params_len` readable bytes, a writable `instance` slot and a live
+    // sink: the ABI's contract (`abi::PolicyVTable`).
+    guarded(out, || unsafe {
         let export = &*(policy as *const Export);
         let bytes = std::slice::from_raw_parts(params, params_len);
         let params = match postcard::from_bytes::<WParams>(bytes) {
@@ -212,7 +217,10 @@ unsafe extern "C" fn call(
     request_len: usize,
     out: *mut Sink,
 ) -> Status {
-    guarded(out, || {
+    // SAFETY: `instance` is what `create` stored and `destroy` has not
+    // freed, `request` has `request_len` readable bytes and the sink is
+    // live: the ABI's contract (`abi::PolicyVTable`).
+    guarded(out, || unsafe {
         let inst = &mut *(instance as *mut Instance);
         match inst.call(std::slice::from_raw_parts(request, request_len)) {
             Ok(()) => {
@@ -228,7 +236,9 @@ unsafe extern "C" fn call(
 }
 
 unsafe extern "C" fn check_invariants(instance: *mut c_void, out: *mut Sink) -> Status {
-    guarded(out, || {
+    // SAFETY: `instance` is what `create` stored and `destroy` has not
+    // freed, and the sink is live: the ABI's contract.
+    guarded(out, || unsafe {
         let inst = &*(instance as *const Instance);
         match inst.sched.check_invariants() {
             Ok(()) => Status::OK,
@@ -244,7 +254,9 @@ unsafe extern "C" fn destroy(instance: *mut c_void) {
     if instance.is_null() {
         return;
     }
-    let _ = catch_unwind(AssertUnwindSafe(|| {
+    // SAFETY: `instance` is what `create` stored, freed once: the host
+    // destroys each instance exactly once (the ABI's contract).
+    let _ = catch_unwind(AssertUnwindSafe(|| unsafe {
         drop(Box::from_raw(instance as *mut Instance));
     }));
 }
