@@ -15,6 +15,11 @@
 //! viewer. (plotters' own bitmap backend is not used: its `ab_glyph` text
 //! drawing misplaces glyphs vertically.)
 //!
+//! Legends sit in a strip beside the chart, never over its data; the
+//! timeline's names each thread's colour, switches, interrupts and misses.
+//! The latency axis is focused as in the HTML report (see
+//! [`latency_focus`]), and says what it cuts.
+//!
 //! The timeline draws a segment at least a pixel wide as it is and merges
 //! narrower ones into one pixel column coloured by the thread that held most
 //! of it, so a long run gives a file of bounded size.
@@ -22,9 +27,9 @@
 use crate::figures::{self, Figures, Slot, Span};
 use crate::ReportError;
 use hsched_model::{RunResult, Scenario};
-use plotters::coord::types::RangedCoordf64;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use std::sync::Once;
 
 const FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
@@ -314,7 +319,8 @@ impl Job<'_> {
         labels.extend(self.selected.iter().map(|&t| self.name(t)));
         let rows = labels.len();
         let (x0, x1) = (self.from as f64 / div, self.to as f64 / div);
-        let mut chart = ChartBuilder::on(root)
+        let plot_area = with_legend(root, &self.timeline_keys())?;
+        let mut chart = ChartBuilder::on(&plot_area)
             .caption(self.title("timeline"), (FONT_FAMILY, 18))
             .margin(12)
             .x_label_area_size(36)
@@ -403,6 +409,43 @@ impl Job<'_> {
         Ok(())
     }
 
+    /// The timeline's colours: every thread that runs in the window or
+    /// has a row, then switches, interrupts and deadline misses where the
+    /// window holds any.
+    fn timeline_keys(&self) -> Vec<(Key, String)> {
+        let in_window = |s: &Span| s.end > self.from && s.start < self.to;
+        let spans = || {
+            self.figs
+                .timeline
+                .cpus
+                .iter()
+                .flatten()
+                .filter(|s| in_window(s))
+        };
+        let mut keys: Vec<(Key, String)> = self
+            .figs
+            .threads
+            .iter()
+            .filter(|t| self.selected.contains(&t.id) || spans().any(|s| s.slot == Slot::Run(t.id)))
+            .map(|t| (Key::Block(self.colour(t.id)), t.name.clone()))
+            .collect();
+        if spans().any(|s| matches!(s.slot, Slot::Switch(_))) {
+            keys.push((Key::Block(SWITCH), "context switch".into()));
+        }
+        if spans().any(|s| s.slot == Slot::Interrupt) {
+            keys.push((Key::Block(INTERRUPT), "interrupt".into()));
+        }
+        let missed = self.figs.marks.iter().any(|m| {
+            m.kind == "miss"
+                && (self.from..=self.to).contains(&m.at)
+                && m.thread.is_some_and(|t| self.selected.contains(&t))
+        });
+        if missed {
+            keys.push((Key::Marker(DEADLINE), "deadline miss".into()));
+        }
+        keys
+    }
+
     fn share_chart<DB: DrawingBackend>(
         &self,
         root: &Area<'_, DB>,
@@ -421,7 +464,12 @@ impl Job<'_> {
             .flat_map(|(_, _, ns)| (0..ns.len()).map(move |i| (ns, i)))
             .map(|(ns, i)| value(ns, i))
             .fold(1.0f64, f64::max);
-        let mut chart = ChartBuilder::on(root)
+        let keys: Vec<(Key, String)> = series
+            .iter()
+            .map(|(name, colour, _)| (Key::Line(*colour), name.clone()))
+            .collect();
+        let plot_area = with_legend(root, &keys)?;
+        let mut chart = ChartBuilder::on(&plot_area)
             .caption(
                 self.title(&format!(
                     "{what} (bins of {})",
@@ -448,7 +496,7 @@ impl Job<'_> {
             .label_style((FONT_FAMILY, 13))
             .draw()
             .map_err(plot_error)?;
-        for (name, colour, ns) in series {
+        for (_, colour, ns) in series {
             let mut points = Vec::with_capacity(ns.len() * 2);
             for i in 0..ns.len() {
                 let start = shares.bin_ns * i as u64;
@@ -460,17 +508,11 @@ impl Job<'_> {
                 points.push((start.max(self.from) as f64 / div, v));
                 points.push((end.min(self.to) as f64 / div, v));
             }
-            let style = colour.stroke_width(2);
-            let colour = *colour;
             chart
-                .draw_series(LineSeries::new(points, style))
-                .map_err(plot_error)?
-                .label(name.as_str())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-                });
+                .draw_series(LineSeries::new(points, colour.stroke_width(2)))
+                .map_err(plot_error)?;
         }
-        legend(&mut chart)
+        Ok(())
     }
 
     fn latency<DB: DrawingBackend>(&self, root: &Area<'_, DB>) -> Result<(), ReportError>
@@ -483,16 +525,36 @@ impl Job<'_> {
             .iter()
             .filter(|c| self.selected.contains(&c.thread))
             .collect();
-        let xmax = cdfs
+        let full = cdfs
             .iter()
             .filter_map(|c| c.points.last().map(|p| p.0))
             .max()
             .unwrap_or(1)
             .max(1);
+        let (xmax, note) = match latency_focus(&cdfs, full) {
+            Some((cut, beyond)) => (
+                cut,
+                format!(
+                    " (axis cut at {}: {beyond} wakeup{} up to {} beyond)",
+                    crate::readable::duration(cut),
+                    if beyond == 1 { "" } else { "s" },
+                    crate::readable::duration(full)
+                ),
+            ),
+            None => (full, String::new()),
+        };
         let (div, unit_name) = unit(xmax);
-        let mut chart = ChartBuilder::on(root)
+        let keys: Vec<(Key, String)> = cdfs
+            .iter()
+            .map(|c| {
+                let label = format!("{} ({} wakeups)", self.name(c.thread), c.samples);
+                (Key::Line(self.colour(c.thread)), label)
+            })
+            .collect();
+        let plot_area = with_legend(root, &keys)?;
+        let mut chart = ChartBuilder::on(&plot_area)
             .caption(
-                self.title("wakeup-to-dispatch latency CDF"),
+                self.title(&format!("wakeup-to-dispatch latency CDF{note}")),
                 (FONT_FAMILY, 18),
             )
             .margin(12)
@@ -515,10 +577,11 @@ impl Job<'_> {
             let n = c.samples as f64;
             let mut points = Vec::with_capacity(c.points.len() * 2 + 2);
             let mut prev = 0.0;
-            if let Some(first) = c.points.first() {
+            if let Some(first) = c.points.first().filter(|p| p.0 <= xmax) {
                 points.push((first.0 as f64 / div, 0.0));
             }
-            for &(v, count) in &c.points {
+            // What lies beyond a cut axis is left out, not drawn at its edge.
+            for &(v, count) in c.points.iter().take_while(|&&(v, _)| v <= xmax) {
                 let x = v as f64 / div;
                 points.push((x, prev));
                 prev = count as f64 / n;
@@ -528,13 +591,9 @@ impl Job<'_> {
             let colour = self.colour(c.thread);
             chart
                 .draw_series(LineSeries::new(points, colour.stroke_width(2)))
-                .map_err(plot_error)?
-                .label(format!("{} ({} wakeups)", self.name(c.thread), c.samples))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], colour.stroke_width(2))
-                });
+                .map_err(plot_error)?;
         }
-        legend(&mut chart)
+        Ok(())
     }
 
     /// One panel per thread with jobs, in a grid.
@@ -631,34 +690,158 @@ impl Job<'_> {
                     [(d, 0.0), (d, ymax as f64 * 1.1)],
                     DEADLINE.stroke_width(2),
                 ))
-                .map_err(plot_error)?
-                .label(format!(
-                    "deadline {}",
-                    hsched_core::Duration::from_nanos(h.deadline_min_ns)
-                ))
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], DEADLINE.stroke_width(2))
-                });
-            legend(&mut chart)?;
+                .map_err(plot_error)?;
+            // Named beside its line, left of it, under the top: a legend
+            // box would sit over the bars.
+            chart
+                .draw_series([Text::new(
+                    format!(
+                        "deadline {} ",
+                        hsched_core::Duration::from_nanos(h.deadline_min_ns)
+                    ),
+                    (d, ymax as f64 * 1.05),
+                    TextStyle::from((FONT_FAMILY, 12))
+                        .color(&DEADLINE)
+                        .pos(Pos::new(HPos::Right, VPos::Center)),
+                )])
+                .map_err(plot_error)?;
         }
         Ok(())
     }
 }
 
-type F64Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+/// Threads woken at least this often have a 99th percentile worth
+/// focusing the latency axis on.
+const OFTEN_WOKEN: u64 = 20;
 
-fn legend<'a, DB: DrawingBackend + 'a>(chart: &mut F64Chart<'a, DB>) -> Result<(), ReportError>
+/// Where the latency axis ends, as in the HTML report: a thread woken once
+/// or twice late would stretch it until every other curve is a wall at 0,
+/// so it ends at 1.25 times the highest 99th percentile of the threads
+/// woken [`OFTEN_WOKEN`] times or more, when that cuts anything. Returns
+/// the cut and how many wakeups lie beyond it; `None` for the whole range.
+fn latency_focus(cdfs: &[&figures::Cdf], full: u64) -> Option<(u64, u64)> {
+    let focus = cdfs
+        .iter()
+        .filter(|c| c.samples >= OFTEN_WOKEN)
+        .filter_map(|c| {
+            // The first value with 99% of the wakeups at or below it.
+            c.points
+                .iter()
+                .find(|&&(_, count)| count * 100 >= c.samples * 99)
+                .map(|&(v, _)| v)
+        })
+        .max()?;
+    let cut = focus + focus / 4;
+    if focus == 0 || cut >= full {
+        return None;
+    }
+    let beyond = cdfs
+        .iter()
+        .map(|c| {
+            let within = c
+                .points
+                .iter()
+                .take_while(|&&(v, _)| v <= cut)
+                .last()
+                .map_or(0, |&(_, count)| count);
+            c.samples - within
+        })
+        .sum();
+    Some((cut, beyond))
+}
+
+/// What a legend row shows beside its label.
+#[derive(Clone, Copy)]
+enum Key {
+    /// A series drawn as a line.
+    Line(RGBColor),
+    /// A filled area (a timeline segment).
+    Block(RGBColor),
+    /// A marker (a deadline miss).
+    Marker(RGBColor),
+}
+
+/// Legend rows' height and the key's width, px.
+const LEGEND_ROW: i32 = 18;
+const LEGEND_KEY: i32 = 18;
+
+/// Draws `keys` as a legend in a strip at the right of `root`, beside the
+/// chart rather than over its data, and returns the rest of `root` for the
+/// chart. The strip is as wide as the longest label, up to a third of the
+/// figure (longer labels are cut with `…`); rows that do not fit the
+/// height end in "… and N more".
+fn with_legend<'a, DB: DrawingBackend>(
+    root: &Area<'a, DB>,
+    keys: &[(Key, String)],
+) -> Result<Area<'a, DB>, ReportError>
 where
     DB::ErrorType: 'static,
 {
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .label_font((FONT_FAMILY, 13))
-        .draw()
-        .map_err(plot_error)
+    if keys.is_empty() {
+        return Ok(root.clone());
+    }
+    let font: TextStyle = (FONT_FAMILY, 13).into();
+    let text_width = |t: &str| {
+        root.estimate_text_size(t, &font)
+            .map(|(w, _)| w as i32)
+            .unwrap_or(7 * t.chars().count() as i32)
+    };
+    let (width, height) = root.dim_in_pixel();
+    let max_text = (width as i32 / 3 - LEGEND_KEY - 24).max(40);
+    let widest = keys.iter().map(|(_, l)| text_width(l)).max().unwrap_or(0);
+    let strip = widest.min(max_text) + LEGEND_KEY + 24;
+    let (chart, legend) = root.split_horizontally(width as i32 - strip);
+    let top = 40;
+    let capacity = ((height as i32 - top - 12) / LEGEND_ROW).max(1) as usize;
+    let shown = if keys.len() > capacity {
+        capacity - 1
+    } else {
+        keys.len()
+    };
+    for (row, (key, label)) in keys[..shown].iter().enumerate() {
+        let y = top + row as i32 * LEGEND_ROW;
+        let mid = y + LEGEND_ROW / 2;
+        match *key {
+            Key::Line(c) => legend.draw(&PathElement::new(
+                vec![(6, mid), (6 + LEGEND_KEY, mid)],
+                c.stroke_width(2),
+            )),
+            Key::Block(c) => legend.draw(&Rectangle::new(
+                [(6, mid - 5), (6 + LEGEND_KEY, mid + 5)],
+                c.filled(),
+            )),
+            Key::Marker(c) => legend.draw(&TriangleMarker::new(
+                (6 + LEGEND_KEY / 2, mid),
+                5,
+                c.filled(),
+            )),
+        }
+        .map_err(plot_error)?;
+        let mut text = label.clone();
+        while text_width(&text) > max_text && text.chars().count() > 1 {
+            text.pop();
+            text.pop();
+            text.push('…');
+        }
+        legend
+            .draw(&Text::new(
+                text,
+                (LEGEND_KEY + 12, mid),
+                font.pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(plot_error)?;
+    }
+    if shown < keys.len() {
+        let y = top + shown as i32 * LEGEND_ROW + LEGEND_ROW / 2;
+        legend
+            .draw(&Text::new(
+                format!("… and {} more", keys.len() - shown),
+                (6, y),
+                font.pos(Pos::new(HPos::Left, VPos::Center)),
+            ))
+            .map_err(plot_error)?;
+    }
+    Ok(chart)
 }
 
 /// `spans` (sorted, not overlapping) with the gaps in `[0, horizon)`
@@ -764,6 +947,31 @@ mod tests {
         assert_eq!((out[0].0, out[0].1, out[0].2), (0, 10, Slot::Run(2)));
         assert!((out[0].3 - 0.9).abs() < 1e-9);
         assert_eq!(out[1], (10, 40, Slot::Run(3), 1.0));
+    }
+
+    #[test]
+    fn the_latency_axis_ends_past_the_often_woken_threads_99th_percentile() {
+        // 100 wakeups within 1..=100 us; one late wakeup at 50 ms.
+        let often = figures::Cdf {
+            thread: 0,
+            samples: 100,
+            points: (1..=100).map(|i| (i * 1_000, i)).collect(),
+        };
+        let once = figures::Cdf {
+            thread: 1,
+            samples: 1,
+            points: vec![(50_000_000, 1)],
+        };
+        // p99 is 99 us; the axis ends at 1.25 times that, and the one late
+        // wakeup lies beyond.
+        assert_eq!(
+            latency_focus(&[&often, &once], 50_000_000),
+            Some((123_750, 1))
+        );
+        // Nothing to cut: the whole range.
+        assert_eq!(latency_focus(&[&often], 100_000), None);
+        // No thread woken often enough: the whole range.
+        assert_eq!(latency_focus(&[&once], 50_000_000), None);
     }
 
     #[test]
