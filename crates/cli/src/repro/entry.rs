@@ -18,11 +18,17 @@ pub struct Entry {
 }
 
 /// A scenario of `scenarios/papers/`: its path and its text, compiled in.
+/// The text is found from the crate's directory, so the macro works in a
+/// file at any depth under `repro/`.
 macro_rules! scenario {
     ($file:literal) => {
         (
             concat!("scenarios/papers/", $file),
-            include_str!(concat!("../../../../scenarios/papers/", $file)),
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../scenarios/papers/",
+                $file
+            )),
         )
     };
 }
