@@ -172,7 +172,7 @@ impl Analysis {
                         let cands: Vec<Guarantee> =
                             many.iter().map(|e| e.guarantee.soften()).collect();
                         Received {
-                            guarantee: cands[rules::basic::pick_best(&cands, None)],
+                            guarantee: cands[rules::pick::pick_best(&cands, None)],
                             vps: 1,
                             refused: false,
                         }

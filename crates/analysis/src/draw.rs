@@ -10,14 +10,15 @@
 
 use crate::compose::{Analysis, Edge, NodeInfo};
 use crate::rewrite::Derivation;
-use crate::rules::Severity;
 use hsched_model::Scenario;
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 mod canvas;
+mod labels;
 mod svg;
+use labels::{cpus_text, error_edges, label_text, sched_label};
 pub use svg::{LAYOUT_CRATE_MAX_NODES, THREADS_PER_SCHEDULER};
 
 /// "RESBS 40, 80 -> PSBE 0.5, 40 (Th. 4); ..." for a derivation's steps.
@@ -35,14 +36,6 @@ fn edge_index(a: &Analysis) -> HashMap<(Option<&str>, &str), &Edge> {
         .iter()
         .map(|e| ((e.from.as_deref(), e.to.as_str()), e))
         .collect()
-}
-
-fn label_text(e: &Edge) -> String {
-    let mut s = e.guarantee.to_string();
-    if e.vps > 1 {
-        let _ = write!(s, " ×{}", e.vps);
-    }
-    s
 }
 
 /// The hierarchy as `hsched check` prints it: each scheduler and thread on
@@ -238,34 +231,6 @@ fn dot_quote(s: &str) -> String {
     }
     q.push('"');
     q
-}
-
-/// The machine's text: "CPU" or "4 CPUs".
-fn cpus_text(a: &Analysis) -> String {
-    if a.cpus == 1 {
-        "CPU".to_string()
-    } else {
-        format!("{} CPUs", a.cpus)
-    }
-}
-
-/// A scheduler's box text: its name, and its policy when that differs.
-fn sched_label(name: &str, policy: &str) -> String {
-    if name == policy {
-        name.to_string()
-    } else {
-        format!("{name} ({policy})")
-    }
-}
-
-/// The (parent, child) pairs of edges an error is about.
-fn error_edges(a: &Analysis) -> HashSet<(Option<&str>, &str)> {
-    a.problems
-        .iter()
-        .filter(|p| p.severity == Severity::Error)
-        .filter_map(|p| p.edge.as_ref())
-        .map(|(f, t)| (f.as_deref(), t.as_str()))
-        .collect()
 }
 
 /// Graphviz DOT: schedulers as boxes, threads as ellipses, the machine as

@@ -12,6 +12,7 @@
 //! left at nothing (`false`, `""`, `0ns`) are not shown.
 
 use super::canvas::{self, Canvas};
+use super::labels;
 use crate::compose::Analysis;
 use crate::guarantee::Kind;
 use hsched_core::{Params, Value};
@@ -120,7 +121,7 @@ fn grouped(n: usize) -> String {
 }
 
 fn drawing(scn: &Scenario, a: &Analysis) -> Drawing {
-    let bad = super::error_edges(a);
+    let bad = labels::error_edges(a);
     let is_bad = |e: &crate::compose::Edge| bad.contains(&(e.from.as_deref(), e.to.as_str()));
     // Which threads each scheduler's summary stands for.
     let mut by_parent: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -176,7 +177,7 @@ fn drawing(scn: &Scenario, a: &Analysis) -> Drawing {
     add(
         &mut nodes,
         "machine".into(),
-        super::cpus_text(a),
+        labels::cpus_text(a),
         Vec::new(),
         Shape::Plain,
     );
@@ -184,7 +185,7 @@ fn drawing(scn: &Scenario, a: &Analysis) -> Drawing {
         add(
             &mut nodes,
             format!("s:{}", s.name),
-            super::sched_label(&s.name, &s.policy),
+            labels::sched_label(&s.name, &s.policy),
             detail_lines(&s.params),
             Shape::Box,
         );
@@ -233,7 +234,7 @@ fn drawing(scn: &Scenario, a: &Analysis) -> Drawing {
         arrows.push(Arrow {
             from,
             to,
-            label: super::label_text(e),
+            label: labels::label_text(e),
             details,
             kind: Some(e.guarantee.kind()),
             bad: is_bad(e),

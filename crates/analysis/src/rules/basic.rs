@@ -26,10 +26,10 @@
 //!   start when it is created; under anything but ALL the analysis assumes,
 //!   as the paper does, that they line up with the parent's.
 
-use super::{int_param, kind_rank, Eval, Label, Node, Severity, Verdict};
+use super::pick::pick_best;
+use super::{int_param, Eval, Label, Node, Severity, Verdict};
 use crate::guarantee::{Guarantee, Limit, Shape};
 use crate::rewrite;
-use hsched_core::Share;
 
 /// (policy, Table 1 row, rule).
 pub const RULES: &[(&str, &str, Eval)] = &[
@@ -185,41 +185,6 @@ pub fn join(node: &Node<'_>) -> Verdict {
     v
 }
 
-/// Index of the guarantee to pass on: for `needs`, the first that implies
-/// it; else the one implying the most others (ties: rank, share, order).
-pub fn pick_best(cands: &[Guarantee], needs: Option<&Guarantee>) -> usize {
-    if let Some(want) = needs {
-        if let Some(i) = cands.iter().position(|c| rewrite::implies(c, want).is_ok()) {
-            return i;
-        }
-    }
-    let score = |i: usize| -> usize {
-        cands
-            .iter()
-            .enumerate()
-            .filter(|&(j, o)| j != i && rewrite::implies(&cands[i], o).is_ok())
-            .count()
-    };
-    let mut best = 0;
-    let mut best_score = score(0);
-    for i in 1..cands.len() {
-        let s = score(i);
-        let better = s > best_score
-            || (s == best_score && {
-                let (a, b) = (&cands[i], &cands[best]);
-                let (ra, rb) = (kind_rank(a.kind()), kind_rank(b.kind()));
-                ra < rb
-                    || (ra == rb
-                        && a.share().unwrap_or(Share::ZERO) > b.share().unwrap_or(Share::ZERO))
-            });
-        if better {
-            best = i;
-            best_score = s;
-        }
-    }
-    best
-}
-
 /// `RESBS x, y -> RESBH x, y`.
 pub fn limit(node: &Node<'_>) -> Verdict {
     let mut v = Verdict::all_null(node);
@@ -278,22 +243,4 @@ pub fn limit(node: &Node<'_>) -> Verdict {
         }
     }
     v
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn g(text: &str) -> Guarantee {
-        Guarantee::parse(text).unwrap()
-    }
-
-    #[test]
-    fn the_join_picks_what_a_thread_needs_then_the_strongest() {
-        let cands = [g("NULL"), g("RESBS 40, 80")];
-        assert_eq!(pick_best(&cands, None), 1);
-        assert_eq!(pick_best(&[g("ALL"), g("RESBS 1, 2")], None), 0);
-        assert_eq!(pick_best(&[g("PS 0.2"), g("PS 0.5")], None), 1);
-        assert_eq!(pick_best(&cands, Some(&g("NULL"))), 0);
-    }
 }
