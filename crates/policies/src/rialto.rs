@@ -13,14 +13,19 @@
 //! - [`inherit`] (shared with `fp` and `rm`): constraint inheritance across mutexes and RPCs (§4.2,
 //!   §4.6): blocked-on chains with path compression, FIFO hand-off,
 //!   deadlock refusal, the RPC server's activity.
-//! - [`policy`]: the `rialto` policy itself: its state, the scheduler
-//!   callbacks and the guarantees, over three child modules:
+//! - [`policy`]: the `rialto` policy itself and its guarantees (the
+//!   module documentation), over its child modules:
+//!   - `policy/state.rs`: threads, activities, graph VPs and the records
+//!     the rest share; `policy/params.rs`: parameters, building, `grants`;
+//!   - `policy/scheduler.rs`: the scheduler callbacks;
+//!     `policy/invariants.rs`: `check_invariants`;
 //!   - `policy/select.rs`: next-thread selection, §4.6 rules 1–5 (EDF execution of
 //!     constraints in assigned time, §3.3; round robin within an activity
 //!     and for the timeshared remainder, §3.4, §3.5; the second-chance
 //!     queue, §4.5; the inheritance chain, §4.2);
-//!   - `policy/queues.rs`: the per-activity and round-robin queues and the walk of
-//!     the current base period that keep a decision `O(log n)`;
+//!   - `policy/queues.rs` and `policy/walk.rs`: the per-activity and
+//!     round-robin queues and the walk of the current base period that keep
+//!     a decision `O(log n)`;
 //!   - `policy/requests.rs`: the messages (reservations, constraints, mutexes and
 //!     RPCs driving [`inherit`]).
 

@@ -15,6 +15,9 @@
 use super::curve::{admissible, ppm_text, rate_ppm, ServiceCurve, PPM};
 use hsched_core::{Duration, Params, Value};
 
+/// A child's default slopes `r1` and `r2`.
+pub const DEFAULT_RATE: &str = "0.05";
+
 /// The values `multiprocessor` accepts, for messages.
 pub const MODES: &str = "\"one\" (the default) or \"partitioned\"";
 
@@ -86,7 +89,7 @@ pub fn parse_modes(params: &Params) -> Result<(Mode, Fit), String> {
 pub fn child_curve(params: &Params) -> Result<(ServiceCurve, bool), String> {
     let rate = |key: &str| -> Result<u32, String> {
         match params.get(key) {
-            None => rate_ppm(super::DEFAULT_RATE),
+            None => rate_ppm(DEFAULT_RATE),
             Some(Value::Str(s)) => rate_ppm(s),
             Some(other) => Err(format!(
                 "{other:?}: expected a decimal rate string such as \"0.35\""

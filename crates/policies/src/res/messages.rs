@@ -1,7 +1,9 @@
 //! `res`'s messages (see the policy's documentation): `reserve`,
 //! `release`, `deadline` and `info`, and how their arguments are read.
 
-use super::{Kind, Res, State, Util};
+use super::job::{Kind, State};
+use super::rate::Util;
+use super::scheduler::Res;
 use hsched_core::{ChildId, Cx, Duration, Instant, Msg, Params, Sender, Value};
 
 /// The child a message is about: the sender, or (from the operator) the

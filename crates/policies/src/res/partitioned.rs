@@ -17,7 +17,9 @@
 //! RESBH amount, period (or RESU rate), as on one CPU. No migration: a
 //! child runs only on its VP, since nothing is proven for moving it.
 
-use super::{Kind, Res, Util};
+use super::job::Kind;
+use super::rate::Util;
+use super::scheduler::Res;
 use crate::partition::{Fit, Parts};
 use hsched_core::{ChildId, Cx, Msg, Params, Reject, Reply, Scheduler, Sender, Value};
 

@@ -1,9 +1,10 @@
 //! The queues selection reads, kept in step with the children so that one
 //! decision costs `O(log n)` rather than a scan (§3.1: "a small number of
 //! pointer indirections ... independent of the number of threads,
-//! activities, and time constraints"). A child module of `policy`.
+//! activities, and time constraints"). A child module of `policy`; the
+//! queued records themselves (`Act`, `Entry`) are part of `state.rs`.
 //!
-//! - Per activity ([`Act`]): its waiting threads ordered by round-robin
+//! - Per activity (`Act`): its waiting threads ordered by round-robin
 //!   turn, the waiting ones among them with a pending denied or an open
 //!   constraint (rule 3's first two classes, few, scanned only there), and
 //!   a count of its waiting and running threads.
@@ -11,12 +12,12 @@
 //!   rule 5's round-robin queue. An activity that gets its first waiting or
 //!   running thread takes a fresh turn at the back (see "Round robin" in
 //!   `policy`).
-//! - [`Walk`]: the intervals of the current and the next base period, so
+//! - `Walk` (`walk.rs`): the intervals of the current and the next base period, so
 //!   that finding the node holding `now` is a binary search rather than a
 //!   walk of the graph; rebuilt when the base-period index or the graph
 //!   changes.
 //!
-//! Each child remembers its [`Entry`], where the queues hold it, and
+//! Each child remembers its `Entry`, where the queues hold it, and
 //! `reindex` moves it after anything its entry depends on has changed (its
 //! state, turn, scheduling activity, denied or open constraints), in
 //! `O(log n)`. `check_invariants` rebuilds all of it from the children and
@@ -26,124 +27,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use hsched_core::{ChildId, Instant};
 
-use super::super::graph::Graph;
-use super::{Activity, Lane, Rialto, State};
-
-/// An activity with at least one thread.
-#[derive(Clone, Debug, Default)]
-pub(super) struct Act {
-    /// Threads attached with it.
-    pub members: u32,
-    /// The name it was attached by (`s:NAME`), if any.
-    pub name: Option<String>,
-    /// Its place in rule 5's round robin (smallest first).
-    pub turn: u64,
-    /// Threads scheduled in it that are waiting or running.
-    pub runnable: u32,
-    /// Its waiting threads by (round-robin turn, child).
-    pub waiting: BTreeSet<(u64, ChildId)>,
-    /// Its waiting threads with a pending denied or an open constraint.
-    pub marked: BTreeSet<ChildId>,
-    /// Its lane and key in `ready`, while it has a waiting thread.
-    pub queued: Option<(Lane, u64)>,
-    /// The VP it is placed on (partitioned mode, from its first grant to
-    /// its last thread's leaving): its threads run there only.
-    pub vp: Option<usize>,
-}
-
-/// Where the queues hold a runnable child (an idle one has none).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Entry {
-    /// The activity it is scheduled in.
-    pub activity: Activity,
-    /// Waiting, with this round-robin turn.
-    pub waiting: Option<u64>,
-    /// Waiting with a pending denied or an open constraint.
-    pub marked: bool,
-}
-
-/// The walk of base periods `first` and `first + 1`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Walk {
-    first: u64,
-    /// `(start, end, activity)` in time order, covering both periods
-    /// (free time at the end of a period included).
-    nodes: Vec<(Instant, Instant, Option<Activity>)>,
-}
-
-impl Walk {
-    /// The walk of base periods `first` and `first + 1` of `graph`, which
-    /// has base period `base`.
-    pub fn new(graph: &Graph<Activity>, base: u64, first: u64) -> Self {
-        let mut w = Walk {
-            first,
-            nodes: Vec::new(),
-        };
-        w.push_period(graph, base, first);
-        w.push_period(graph, base, first + 1);
-        w
-    }
-
-    fn push_period(&mut self, graph: &Graph<Activity>, base: u64, i: u64) {
-        let t0 = i.saturating_mul(base);
-        let mut acc = 0u64;
-        for iv in graph.period(i) {
-            let len = iv.len().0;
-            // Past the base period nothing is reached (the graph keeps each
-            // path within it anyway).
-            if len > 0 && acc < base {
-                let s = t0.saturating_add(acc);
-                self.nodes
-                    .push((Instant(s), Instant(s.saturating_add(len)), iv.activity));
-            }
-            acc += len;
-        }
-        if acc < base {
-            self.nodes.push((
-                Instant(t0.saturating_add(acc)),
-                Instant(t0.saturating_add(base)),
-                None,
-            ));
-        }
-    }
-
-    /// Moves on to base period `i` (the next one kept too).
-    pub fn advance(&mut self, graph: &Graph<Activity>, base: u64, i: u64) {
-        if i == self.first {
-            return;
-        }
-        if i == self.first + 1 {
-            let from = Instant(i.saturating_mul(base));
-            self.nodes.retain(|n| n.0 >= from);
-            self.first = i;
-            self.push_period(graph, base, i + 1);
-        } else {
-            *self = Walk::new(graph, base, i);
-        }
-    }
-
-    /// Whether it holds the base period of `t`.
-    pub fn covers(&self, base: u64, t: Instant) -> bool {
-        let i = t.0 / base;
-        i == self.first || i == self.first + 1
-    }
-
-    /// The start of the first node of `a` at or after `from` that it
-    /// holds, if `from` is in its periods.
-    pub fn next_of(&self, base: u64, a: Activity, from: Instant) -> Option<Instant> {
-        if !self.covers(base, from) {
-            return None;
-        }
-        let k = self.nodes.partition_point(|n| n.0 < from);
-        self.nodes[k..].iter().find(|n| n.2 == Some(a)).map(|n| n.0)
-    }
-
-    /// The node holding `t`, which it covers: `(start, end, activity)`.
-    pub fn at(&self, t: Instant) -> (Instant, Instant, Option<Activity>) {
-        let k = self.nodes.partition_point(|n| n.0 <= t);
-        self.nodes[k.saturating_sub(1)]
-    }
-}
+use super::state::{Act, Activity, Entry, Lane, Rialto, State};
+use super::walk::Walk;
 
 impl Rialto {
     /// Makes each graph VP's `walk` hold the base period of `now` (call on

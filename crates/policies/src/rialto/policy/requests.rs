@@ -5,34 +5,16 @@
 //! module documentation there lists the messages and what they answer.
 
 use hsched_core::{
-    ChildId, Cx, Duration, Instant, Msg, MutexId, ParamKind, ParamSpec, Params, ParentVp, Reply,
-    Scheduler, Sender, SyncEvent, TimerKey, Value, VpState,
+    ChildId, Cx, Duration, Instant, Msg, ParamKind, ParamSpec, Params, ParentVp, Reply, Scheduler,
+    Sender, SyncEvent, TimerKey, Value, VpState,
 };
-use std::fmt;
 
 use super::super::constraints::{ConstraintId, ConstraintInfo, Constraints, Rejected, Request};
 use super::super::graph::Graph;
 use super::super::inherit::{InheritError, Wait};
 use super::super::place::{self, Multiprocessor};
-use super::{dur, Activity, Denied, Rialto, Served, State, Tier};
-
-/// A mutex in the inheritance book: one a program names in its `lock`,
-/// `block_on` and `unlock` messages, or one of the platform's, reported
-/// through [`SyncEvent`]s. Separate name spaces, so the two never collide.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum MutexKey {
-    Named(i64),
-    Platform(MutexId),
-}
-
-impl fmt::Display for MutexKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            MutexKey::Named(m) => write!(f, "mutex {m}"),
-            MutexKey::Platform(m) => write!(f, "platform {m}"),
-        }
-    }
-}
+use super::params::dur;
+use super::state::{Activity, Denied, MutexKey, Rialto, Served, State, Tier};
 
 fn reserve_params() -> Vec<ParamSpec> {
     vec![

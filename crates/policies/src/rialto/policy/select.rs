@@ -1,7 +1,7 @@
 //! Next-thread selection on the graph VP, §4.6 of the Rialto paper, and
 //! the helpers it needs (the second-chance queue of §4.5, the inheritance
-//! chain of §4.2). A child module of `policy`, so it sees its private state;
-//! it reads the queues of `queues.rs` and scans no thread or activity.
+//! chain of §4.2), and what a constraint may still run in its node. A child
+//! module of `policy` over the state of `state.rs`; it reads the queues of `queues.rs` and scans no thread or activity.
 
 use hsched_core::{ChildId, Cx, Duration, Instant, VpState};
 
@@ -9,7 +9,7 @@ use super::super::constraints::ConstraintId;
 use super::super::inherit::Wait;
 use hsched_core::ParentVp;
 
-use super::{Activity, Rialto, SecondChance, State, Tier};
+use super::state::{Activity, Rialto, SecondChance, State, Tier};
 
 /// A choice: who runs, why, until when, and the node it was chosen in.
 pub(super) struct Pick {
@@ -295,5 +295,34 @@ impl Rialto {
             }
         }
         Instant::NEVER
+    }
+}
+
+impl Rialto {
+    /// What constraint `c`, which owns `assigned` of the interval starting
+    /// at `start`, may still run there.
+    fn available(
+        &self,
+        v: usize,
+        c: ConstraintId,
+        now: Instant,
+        start: Instant,
+        assigned: Duration,
+    ) -> Duration {
+        let cpu = &self.cpus[v];
+        let Some(info) = cpu.book.get(c) else {
+            return Duration::ZERO;
+        };
+        if info.start > now || cpu.book.current(info.thread) != Some(c) {
+            return Duration::ZERO;
+        }
+        let served = self.served.get(&c).copied().unwrap_or_default();
+        let used = if cpu.used_in.0 == start {
+            cpu.used_in.1.get(&c).copied().unwrap_or_default()
+        } else {
+            Duration::ZERO
+        };
+        let share = assigned.saturating_sub(used);
+        share.min(info.guaranteed.saturating_sub(served.since_admitted))
     }
 }
