@@ -156,9 +156,9 @@ impl Scx {
 }
 
 /// How far ahead a decision's horizon lies when the dispatcher has no
-/// deadline: the agent's loop turns at least every
-/// [`HEARTBEAT_EVERY`](super::event_loop::HEARTBEAT_EVERY) and writes it
-/// afresh, so a running thread never meets it.
+/// deadline: the agent's loop turns at least every heartbeat (100 ms,
+/// `HEARTBEAT_EVERY`) and writes it afresh, so a running thread never
+/// meets it.
 pub(super) const OPEN_HORIZON: Duration = Duration::from_secs(1);
 
 /// The policy a managed thread gets on the sched_ext backend: `SCHED_EXT`,
