@@ -278,8 +278,8 @@ pub(super) fn decode_page(
 
 #[cfg(test)]
 mod tests {
-    use crate::events::tracefs::{read, tracefs};
     use super::*;
+    use crate::events::tracefs::{read, tracefs};
     use proptest::prelude::*;
 
     /// What a 6.x kernel publishes (`events/header_page`, and the fields of
