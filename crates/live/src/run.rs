@@ -729,3 +729,61 @@ fn trace(
         thread_names: names,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Managed threads on CPU 0 for 60 ns of a 100 ns run, nothing on
+    /// CPU 1.
+    fn observed() -> Observations {
+        let mut o = Observations::default();
+        let on = |next| Seen::Switch {
+            cpu: Some(0),
+            prev: None,
+            blocked: false,
+            next,
+        };
+        o.push(Instant(10), on(Some(ThreadId(0))));
+        o.push(Instant(70), on(None));
+        o
+    }
+
+    #[test]
+    fn a_cpu_s_busy_time_is_its_managed_threads_and_its_idle_time_the_kernel_s() {
+        let mut limits = Vec::new();
+        let idle = Ok(vec![Duration(30), Duration(100)]);
+        let stats = cpu_stats(&observed(), 2, idle, Instant(100), &mut limits);
+        let got: Vec<_> = stats.iter().map(|c| (c.cpu.0, c.busy, c.idle)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Duration(60), Duration(30)),
+                (1, Duration::ZERO, Duration(100))
+            ]
+        );
+        assert!(limits.is_empty());
+    }
+
+    #[test]
+    fn idle_is_not_counted_past_what_the_managed_threads_left() {
+        // The kernel counts in ticks: 50 ns idle beside 60 ns busy in 100.
+        let mut limits = Vec::new();
+        let idle = Ok(vec![Duration(50), Duration(0)]);
+        let stats = cpu_stats(&observed(), 2, idle, Instant(100), &mut limits);
+        assert_eq!(stats[0].idle, Duration(40));
+    }
+
+    #[test]
+    fn an_unreadable_count_leaves_idle_at_zero_and_says_so() {
+        let mut limits = Vec::new();
+        let idle = Err("/proc/stat: permission denied".to_string());
+        let stats = cpu_stats(&observed(), 2, idle, Instant(100), &mut limits);
+        assert_eq!(stats[0].busy, Duration(60));
+        assert_eq!(stats[0].idle, Duration::ZERO);
+        assert_eq!(
+            limits,
+            vec!["CPU idle time: not measured (/proc/stat: permission denied)".to_string()]
+        );
+    }
+}
