@@ -12,13 +12,15 @@
 //! driving real threads; [`worker`], the process that executes a workload
 //! program on a real CPU; [`control`], the socket for messages to
 //! schedulers and its client; [`observe`], the figures and trace from the
-//! kernel's events; [`run`], a whole scenario live; [`signals`], Ctrl-C and
-//! SIGTERM as an orderly stop.
+//! kernel's events; [`cpu_idle`], how long each CPU ran nothing, as the
+//! kernel counts it; [`run`], a whole scenario live; [`signals`], Ctrl-C
+//! and SIGTERM as an orderly stop.
 
 #![cfg(target_os = "linux")]
 
 pub mod agent;
 pub mod control;
+pub mod cpu_idle;
 pub mod events;
 pub mod guardian;
 pub mod launch;

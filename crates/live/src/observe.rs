@@ -53,6 +53,9 @@ pub struct Observations {
     state: Vec<State>,
     /// By managed CPU: who ran there (a managed thread or not), since when.
     on_cpu: Vec<(Instant, Option<ThreadId>)>,
+    /// By managed CPU: the managed threads' time there, up to the last
+    /// switch.
+    busy: Vec<Duration>,
 }
 
 /// A thread as the events left it.
@@ -191,7 +194,12 @@ impl Observations {
                 if let (Some(c), Some((since, who))) = (cpu, before) {
                     if who != next {
                         if let Some(w) = who {
-                            self.figures[w.index()].cpu_time += at.saturating_since(since);
+                            let ran = at.saturating_since(since);
+                            self.figures[w.index()].cpu_time += ran;
+                            if self.busy.len() <= c {
+                                self.busy.resize(c + 1, Duration::ZERO);
+                            }
+                            self.busy[c] += ran;
                         }
                         self.on_cpu[c] = (at, next);
                     }
@@ -238,6 +246,21 @@ impl Observations {
         }
         figures.truncate(threads);
         figures
+    }
+
+    /// Each of `cpus` managed CPUs' busy time at `end`: the time managed
+    /// threads ran there, counted as their `cpu_time` is (a run still
+    /// going on counts up to `end`).
+    pub fn cpu_busy(&self, cpus: usize, end: Instant) -> Vec<Duration> {
+        let mut busy = self.busy.clone();
+        busy.resize(cpus.max(busy.len()), Duration::ZERO);
+        for (c, &(since, who)) in self.on_cpu.iter().enumerate() {
+            if who.is_some() {
+                busy[c] += end.saturating_since(since);
+            }
+        }
+        busy.truncate(cpus);
+        busy
     }
 
     /// What each of `cpus` managed CPUs did over `[0, end)`: a managed
@@ -332,6 +355,26 @@ mod tests {
         // As the segments have it: 0 ran 10..30 and 50..60, 1 from 30 on.
         assert_eq!(f[0].cpu_time, Duration(30));
         assert_eq!(f[1].cpu_time, Duration(70), "still running at the end");
+    }
+
+    /// A CPU's busy time is its managed threads' time there, as their
+    /// `cpu_time` counts it.
+    #[test]
+    fn a_cpu_is_busy_while_managed_threads_run_on_it() {
+        let o = example();
+        // CPU 0: thread 0 10..30, thread 1 30..100; CPU 1: thread 0 50..60.
+        assert_eq!(
+            o.cpu_busy(2, Instant(100)),
+            vec![Duration(90), Duration(10)]
+        );
+        assert_eq!(
+            o.cpu_busy(3, Instant(100))[2],
+            Duration::ZERO,
+            "a CPU nothing ran on"
+        );
+        let f = o.thread_figures(2, Instant(100));
+        let busy = (o.cpu_busy(2, Instant(100)).into_iter()).fold(Duration::ZERO, |a, b| a + b);
+        assert_eq!(busy, f[0].cpu_time + f[1].cpu_time);
     }
 
     /// Past the events a run keeps, the timeline is given up and the

@@ -312,6 +312,9 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
         agent.delegate_others()?;
     }
     agent.start_clock();
+    // Each CPU's idle time over the run: the kernel's count at the start
+    // and, below, at the end (see `crate::cpu_idle` for why the kernel's).
+    let idle_at_start = crate::cpu_idle::sample(&cpus);
     let wall = std::time::Instant::now();
     let mut order: Vec<usize> = (0..scn.threads.len()).collect();
     order.sort_by_key(|&i| (scn.threads[i].arrival, i));
@@ -424,6 +427,7 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
         }
         Ok(())
     })();
+    let idle_at_end = crate::cpu_idle::sample(&cpus);
     // Stopped early: the run covers the time that ran, as if its horizon
     // were now.
     let interrupted = agent.interrupted().cloned();
@@ -594,6 +598,15 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
         ));
     }
     limits.extend(hsched_model::sketched_latencies_note(&threads));
+    let idle = idle_at_start.and_then(|start| {
+        let end = idle_at_end?;
+        Ok(crate::cpu_idle::idle_between(
+            &start,
+            &end,
+            crate::cpu_idle::ticks_per_second(),
+        ))
+    });
+    let cpu_stats = cpu_stats(&observed, cpus.len(), idle, horizon, &mut limits);
     let trace = (opts.trace && observed.timeline_kept()).then(|| {
         let segments = observed.segments(cpus.len(), horizon);
         trace(&observed, segments, names, &jobs, horizon)
@@ -606,6 +619,7 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
         horizon: horizon - Instant::ZERO,
         threads,
         nodes,
+        cpu_stats,
         decisions,
         events: observed.len(),
         wall_ns: wall.elapsed().as_nanos() as u64,
@@ -619,6 +633,45 @@ pub fn run_to_outcome(scn: &Scenario, opts: &LiveOptions) -> Result<Outcome, Str
         result,
         interrupted,
     })
+}
+
+/// Each managed CPU's figures over `[0, horizon)`, as the simulator
+/// gives them: busy, the managed threads' time there (from the kernel's
+/// switch events, as their `cpu_time`); idle, the time the kernel counted
+/// it idle (`idle`, by CPU; where it could not be read, 0 and the reason
+/// in `limits`). What is left of the run's length went to what hsched
+/// does not manage (the agent, other processes, kernel threads,
+/// interrupts): neither busy nor idle. Switch overhead is not measured
+/// live (0).
+fn cpu_stats(
+    observed: &Observations,
+    cpus: usize,
+    idle: Result<Vec<Duration>, String>,
+    horizon: Instant,
+    limits: &mut Vec<String>,
+) -> Vec<hsched_model::CpuStats> {
+    let length = horizon - Instant::ZERO;
+    let idle = idle.unwrap_or_else(|why| {
+        limits.push(format!("CPU idle time: not measured ({why})"));
+        vec![Duration::ZERO; cpus]
+    });
+    (observed
+        .cpu_busy(cpus, horizon)
+        .into_iter()
+        .zip(idle)
+        .enumerate())
+    .map(|(c, (busy, idle))| {
+        let busy = busy.min(length);
+        hsched_model::CpuStats {
+            cpu: hsched_core::CpuId(c as u32),
+            busy,
+            // The kernel counts in ticks: not past what the managed
+            // threads left of the run.
+            idle: idle.min(length - busy),
+            ..Default::default()
+        }
+    })
+    .collect()
 }
 
 /// Places every thread of process `pid` (thread `name`) afresh in Linux's
@@ -674,5 +727,63 @@ fn trace(
         segments,
         marks,
         thread_names: names,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Managed threads on CPU 0 for 60 ns of a 100 ns run, nothing on
+    /// CPU 1.
+    fn observed() -> Observations {
+        let mut o = Observations::default();
+        let on = |next| Seen::Switch {
+            cpu: Some(0),
+            prev: None,
+            blocked: false,
+            next,
+        };
+        o.push(Instant(10), on(Some(ThreadId(0))));
+        o.push(Instant(70), on(None));
+        o
+    }
+
+    #[test]
+    fn a_cpu_s_busy_time_is_its_managed_threads_and_its_idle_time_the_kernel_s() {
+        let mut limits = Vec::new();
+        let idle = Ok(vec![Duration(30), Duration(100)]);
+        let stats = cpu_stats(&observed(), 2, idle, Instant(100), &mut limits);
+        let got: Vec<_> = stats.iter().map(|c| (c.cpu.0, c.busy, c.idle)).collect();
+        assert_eq!(
+            got,
+            vec![
+                (0, Duration(60), Duration(30)),
+                (1, Duration::ZERO, Duration(100))
+            ]
+        );
+        assert!(limits.is_empty());
+    }
+
+    #[test]
+    fn idle_is_not_counted_past_what_the_managed_threads_left() {
+        // The kernel counts in ticks: 50 ns idle beside 60 ns busy in 100.
+        let mut limits = Vec::new();
+        let idle = Ok(vec![Duration(50), Duration(0)]);
+        let stats = cpu_stats(&observed(), 2, idle, Instant(100), &mut limits);
+        assert_eq!(stats[0].idle, Duration(40));
+    }
+
+    #[test]
+    fn an_unreadable_count_leaves_idle_at_zero_and_says_so() {
+        let mut limits = Vec::new();
+        let idle = Err("/proc/stat: permission denied".to_string());
+        let stats = cpu_stats(&observed(), 2, idle, Instant(100), &mut limits);
+        assert_eq!(stats[0].busy, Duration(60));
+        assert_eq!(stats[0].idle, Duration::ZERO);
+        assert_eq!(
+            limits,
+            vec!["CPU idle time: not measured (/proc/stat: permission denied)".to_string()]
+        );
     }
 }

@@ -142,6 +142,11 @@ pub struct NodeResult {
     pub guaranteed_from: Option<Instant>,
 }
 
+/// One CPU's time over a run. Live (`hsched live`), busy is the managed
+/// threads' time on the CPU (from the kernel's switch events) and idle the
+/// kernel's idle time (`/proc/stat`, to a clock tick); overhead and
+/// interrupt are not measured (0), and what the agent, other processes
+/// and interrupts took is in neither: busy + idle is at most the length.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct CpuStats {
     pub cpu: CpuId,

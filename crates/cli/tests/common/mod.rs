@@ -3,6 +3,9 @@
 
 #![allow(dead_code)] // each test binary uses its own subset
 
+#[cfg(target_os = "linux")]
+pub mod live;
+
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
