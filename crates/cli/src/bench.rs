@@ -447,7 +447,7 @@ pub fn command(quick: bool) -> Result<(), CliError> {
 /// 10,000 schedulers and threads (fp, res, joins, sfq, rr), best of `reps`.
 fn print_analysis(reps: usize) {
     let scn = hsched_analysis::compose::bench_hierarchy(10_000);
-    let book = crate::rule_book();
+    let book = hsched_pipeline::rule_book();
     let size = scn.schedulers.len() + scn.threads.len();
     let mut walls = Vec::new();
     let mut composes = false;
@@ -521,7 +521,7 @@ fn print_drawing(scn: &hsched_model::Scenario, reps: usize) {
         t.needs = None;
         crowd.threads.push(t);
     }
-    let book = crate::rule_book();
+    let book = hsched_pipeline::rule_book();
     println!();
     println!("drawing: the hierarchy as SVG (`check --svg`), without the analysis:");
     for (what, scn) in [

@@ -9,15 +9,14 @@ pub mod ctl;
 pub mod import;
 pub mod import_simso;
 mod manual;
-pub mod pipeline;
 pub mod plot;
-pub mod plugins;
 pub mod repro;
 pub mod simso;
 pub mod sweep;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use hsched_core::Duration;
+use hsched_pipeline::{self as pipeline, plugins, PipelineError};
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -366,6 +365,22 @@ impl fmt::Display for CliError {
     }
 }
 
+/// What the command line makes of the pipeline's errors: bad input (exit
+/// 2) with the scenario error drawn at its line, or a failure (exit 1).
+impl From<PipelineError> for CliError {
+    fn from(e: PipelineError) -> Self {
+        match e {
+            PipelineError::Scenario(e) => CliError::Input(plugins::render(e)),
+            PipelineError::Input(m) => CliError::Input(m),
+            PipelineError::Uncomposed { file, analysis } => CliError::Input(format!(
+                "{}\n(`hsched check` shows the labelled hierarchy; --allow-uncomposed runs it anyway)",
+                pipeline::uncomposed(&file, &analysis)
+            )),
+            PipelineError::Failed(m) => CliError::Failed(m),
+        }
+    }
+}
+
 /// Whether the command line runs or talks to a live agent (`live`, `ctl`,
 /// `repro --live`, the internal guardian and worker): those write to
 /// sockets and pipes whose other end may go away and must then see the
@@ -484,11 +499,6 @@ fn write_file(
     let mut w = std::io::BufWriter::new(file);
     write(&mut w).map_err(out)?;
     std::io::Write::flush(&mut w).map_err(out)
-}
-
-/// The guarantee rules `check` and `sim` analyse with.
-pub fn rule_book() -> hsched_analysis::rules::RuleBook {
-    hsched_analysis::rules::RuleBook::standard()
 }
 
 /// A scenario to run (`sim`, `plot`, `live`) with its plugins, analysed:
@@ -829,7 +839,7 @@ fn policies(name: Option<&str>, plugin_paths: &[PathBuf]) -> Result<(), CliError
                 .map(|i| (None, i)),
         )
         .collect();
-    let book = rule_book();
+    let book = pipeline::rule_book();
     let list: Vec<_> = match name {
         Some(n) => vec![*all.iter().find(|(_, i)| i.name == n).ok_or_else(|| {
             let known: Vec<&str> = all.iter().map(|(_, p)| p.name).collect();

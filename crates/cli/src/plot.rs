@@ -97,7 +97,7 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
         )));
     }
     let (mut loaded, guard) = crate::load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
-    let opts = crate::pipeline::RunOptions {
+    let opts = hsched_pipeline::RunOptions {
         horizon: args.horizon,
         seed: args.seed,
         trace: true,
@@ -106,7 +106,7 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
     let (file, infos) = (loaded.file(), loaded.infos());
     let plugins = std::mem::take(&mut loaded.plugins);
     let scn = &loaded.scenario;
-    let mut sim = crate::pipeline::simulation(&file, scn, &opts, &guard, &infos)?;
+    let mut sim = hsched_pipeline::simulation(&file, scn, &opts, &guard, &infos)?;
     drop(plugins);
     sim.run_until(sim.horizon());
     if let Some(cut) = sim.cut_at() {

@@ -62,7 +62,7 @@ pub fn command(args: SweepArgs) -> Result<(), CliError> {
         ));
     };
     let spec = load_spec(spec_path)?;
-    let plugins = crate::plugins::load(&args.plugins)?;
+    let plugins = hsched_pipeline::plugins::load(&args.plugins)?;
     let count = hsched_sweep::points::count(&spec);
     if let Some(n) = args.scenario {
         if n >= count {
