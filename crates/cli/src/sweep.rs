@@ -104,6 +104,7 @@ pub fn command(args: SweepArgs) -> Result<(), CliError> {
     opts.limit = args.limit;
     opts.registry = plugins.registry();
     opts.extra = plugins.infos();
+    opts.rules = plugins.rule_book()?;
 
     let bar = Bar::new(args.quiet || !std::io::stderr().is_terminal());
     let outcome = hsched_sweep::run(&spec, &opts, &bar).map_err(sweep_error);

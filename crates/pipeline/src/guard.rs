@@ -13,6 +13,19 @@ pub fn rule_book() -> RuleBook {
     RuleBook::standard()
 }
 
+/// Adds the caller's rows of HLS Table 1 (policy, row) to `book` (the
+/// Python package's policies; a plugin's come with [`crate::Plugins`]).
+pub fn add_rules(
+    book: &mut RuleBook,
+    rows: &[(&'static str, String)],
+) -> Result<(), PipelineError> {
+    for (policy, row) in rows {
+        book.add_row(policy, row)
+            .map_err(|e| PipelineError::Input(format!("policy `{policy}`: its HLS rule: {e}")))?;
+    }
+    Ok(())
+}
+
 /// The analysis a run of `scn` (named `file` in messages) starts from,
 /// with `book`, and the guard that re-analyses each change while it runs:
 /// refused unless the hierarchy composes or `allow_uncomposed` (a

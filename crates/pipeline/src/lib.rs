@@ -26,7 +26,9 @@ pub mod simulate;
 pub mod source;
 
 pub use error::PipelineError;
-pub use guard::{check_text, prepare, rule_book, uncomposed, uncomposed_changes, RunGuard};
+pub use guard::{
+    add_rules, check_text, prepare, rule_book, uncomposed, uncomposed_changes, RunGuard,
+};
 pub use live::{
     live, live_stopped_message, live_trace_lost_message, simulate_beside, LiveRun, LiveRunOptions,
 };

@@ -122,11 +122,7 @@ impl Loaded {
     /// HLS Table 1 and the caller's rows.
     pub fn rule_book(&self) -> Result<RuleBook, PipelineError> {
         let mut book = self.plugins.rule_book()?;
-        for (policy, row) in &self.extras.hls_rules {
-            book.add_row(policy, row).map_err(|e| {
-                PipelineError::Input(format!("policy `{policy}`: its HLS rule: {e}"))
-            })?;
-        }
+        crate::guard::add_rules(&mut book, &self.extras.hls_rules)?;
         Ok(book)
     }
 
