@@ -155,7 +155,7 @@ fn _register_policy(
         )));
     }
     if let Some(rule) = &hls_rule {
-        hsched_cli::rule_book()
+        hsched_pipeline::rule_book()
             .add_row(name, rule)
             .map_err(|e| PyValueError::new_err(format!("policy `{name}`: hls_rule: {e}")))?;
     }

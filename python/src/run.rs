@@ -1,6 +1,6 @@
 //! Scenarios, runs and analyses: `load`, `simulate`, `live`, `check`,
-//! `policies`, `repro`. Everything goes through the command line's run pipeline
-//! (`hsched_cli::pipeline`), so a scenario loaded here parses, analyses,
+//! `policies`, `repro`. Everything goes through the run pipeline
+//! (`hsched_pipeline`), so a scenario loaded here parses, analyses,
 //! simulates and writes exactly as `hsched sim` and `hsched check` do; the
 //! Python package (`hsched/_run.py`) turns what these return into
 //! DataFrames.
@@ -11,9 +11,9 @@ mod live;
 mod tables;
 
 use hsched_analysis::compose::Analysis;
-use hsched_cli::pipeline::{self, Extras, Loaded, PipelineError, RunOptions};
 use hsched_core::Duration;
 use hsched_model::RunResult;
+use hsched_pipeline::{self as pipeline, Extras, Loaded, PipelineError, RunOptions};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};

@@ -268,6 +268,8 @@ impl SweepSpec {
         // the command line.
         opts.registry = crate::policy::registry();
         opts.extra = crate::policy::extra_infos();
+        hsched_pipeline::add_rules(&mut opts.rules, &crate::policy::hls_rules())
+            .map_err(|e| PyValueError::new_err(hsched_cli::CliError::from(e).to_string()))?;
         if let Some(t) = threads {
             opts.threads = t.max(1);
         }

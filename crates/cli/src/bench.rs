@@ -10,11 +10,13 @@
 //! before the timed window.
 
 pub(crate) mod plugin;
+mod stats;
+
+pub(crate) use stats::{best, best_series};
 
 use crate::CliError;
 use hsched_core::{Duration, Instant, Params, Value};
-use hsched_policies::rialto::constraints::{ConstraintId, Constraints, Request};
-use hsched_policies::rialto::graph::{Graph, GraphParams};
+use hsched_policies::rialto::figures;
 use hsched_sim::{workloads, SimOptions, Simulation};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant as WallClock;
@@ -110,27 +112,31 @@ pub(crate) fn measure_rialto(threads: usize, quanta: u64) -> Result<f64, CliErro
     Ok(wall / (sim.decisions() - d0).max(1) as f64)
 }
 
-/// The graph of the paper's switch cost (20us on its PC, §5.1): minimum
-/// interval 200us, round-up 60us, maximum period 1s.
-fn paper_graph() -> Graph<u32> {
-    Graph::new(GraphParams::paper(Duration::from_micros(20)))
-}
-
 /// Fig. 5-1: wall ns of each reservation of the cumulative sequence of
 /// 400us reservations, and whether it rebuilt the graph.
 pub(crate) fn graph_construction() -> Result<Vec<(Duration, bool, f64)>, CliError> {
-    let mut g = paper_graph();
+    let mut g = figures::Reservations::new();
     let mut out = Vec::new();
     for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
         let started = WallClock::now();
-        let granted = g.reserve(a as u32, Duration::from_micros(400), period);
+        let rebuilt = g.reserve(a as u32, period);
         let wall = started.elapsed().as_nanos() as f64;
-        let granted = granted.map_err(|e| {
+        let rebuilt = rebuilt.map_err(|e| {
             CliError::Failed(format!("Fig. 5-1 reservation {a} ({period}) refused: {e}"))
         })?;
-        out.push((period, granted.rebuilt, wall));
+        out.push((period, rebuilt, wall));
     }
     Ok(out)
+}
+
+/// Fig. 5-2's book: no reservations (everything from one free node), or
+/// the Fig. 5-1 graph of 58 activities.
+fn fig_5_2_book(with_reservations: bool) -> figures::Feasibility {
+    let periods = match with_reservations {
+        true => workloads::rialto_fig_5_1_periods(),
+        false => Vec::new(),
+    };
+    figures::Feasibility::new(&periods)
 }
 
 /// Fig. 5-2: wall ns of each of `count` feasibility analyses of 300us
@@ -141,121 +147,17 @@ pub(crate) fn feasibility(with_reservations: bool, count: usize) -> Vec<f64> {
     (0..count)
         .map(|i| {
             let started = WallClock::now();
-            let _ = fig_5_2_begin(&mut book, i);
+            let _ = book.begin(i);
             started.elapsed().as_nanos() as f64
         })
         .collect()
 }
 
-/// Fig. 5-2's constraint book: no reservations (everything from one free
-/// node), or the Fig. 5-1 graph of 58 activities.
-fn fig_5_2_book(with_reservations: bool) -> Constraints<u32, u32> {
-    let mut g = paper_graph();
-    if with_reservations {
-        for (a, period) in workloads::rialto_fig_5_1_periods().into_iter().enumerate() {
-            // The sequence is known to fit: `graph_construction` checks it.
-            let _ = g.reserve(a as u32, Duration::from_micros(400), period);
-        }
-    }
-    Constraints::new(g, Duration::from_secs(4))
-}
-
-/// Fig. 5-2's `i`th analysis: 300us due within 3s, by activity `i % 58`;
-/// whether it was accepted.
-fn fig_5_2_begin(book: &mut Constraints<u32, u32>, i: usize) -> bool {
-    let req = Request {
-        start: Instant::ZERO,
-        estimate: Duration::from_micros(300),
-        deadline: FIG_5_2_DEADLINE,
-        critical: false,
-    };
-    book.begin(
-        Instant::ZERO,
-        (i % 58) as u32,
-        i as u32,
-        ConstraintId(i as u64),
-        req,
-    )
-    .is_ok()
-}
-
-/// When every Fig. 5-2 constraint is due.
-const FIG_5_2_DEADLINE: Instant = Instant(3_000_000_000);
-
-/// Fig. 5-2's cost, counted: for each analysis of [`feasibility`] (same
-/// graph, same requests), the graph intervals its walk visits (`Constraints`
-/// walks the window base period by base period, rebuilding each period's
-/// interval list, first for the activity's own time, then for free time)
-/// and the pieces already in the book that it copies for undo. Read off the
-/// accepted pieces: a walk stops in the interval where the estimate is
-/// found, and walks the whole window when it is not.
+/// Fig. 5-2's cost, counted ([`figures::Feasibility::walks`]): for each
+/// analysis of [`feasibility`], the graph intervals its walk visits and
+/// the pieces it copies for undo.
 pub(crate) fn feasibility_walks(with_reservations: bool, count: usize) -> Vec<(u64, u64)> {
-    let deadline = FIG_5_2_DEADLINE;
-    let mut book = fig_5_2_book(with_reservations);
-    // Intervals the walk over [0, deadline) visits up to the one ending at
-    // or after `stop` (the whole window without one).
-    let visited = |graph: &Graph<u32>, stop: Option<u64>| -> u64 {
-        let Some(base) = graph.base_period().map(|b| b.0) else {
-            return 1;
-        };
-        let mut n = 0;
-        let mut i = 0;
-        while i * base < deadline.0 {
-            let mut t = i * base;
-            for iv in graph.period(i) {
-                let s = t + iv.switch.0;
-                let e = s + iv.run.0;
-                t = e;
-                if s.min(deadline.0) < e.min(deadline.0) {
-                    n += 1;
-                    if stop.is_some_and(|x| x <= e) {
-                        return n;
-                    }
-                }
-            }
-            i += 1;
-        }
-        n
-    };
-    (0..count)
-        .map(|i| {
-            let copied = book.pieces().len() as u64;
-            let (activity, id) = ((i % 58) as u32, ConstraintId(i as u64));
-            let accepted = fig_5_2_begin(&mut book, i);
-            let mine: Vec<(u64, bool)> = book
-                .pieces()
-                .iter()
-                .filter(|p| p.constraint == id)
-                .map(|p| {
-                    let own = book.run_at(p.start).is_some_and(|r| r.2 == Some(activity));
-                    (p.end.0, own)
-                })
-                .collect();
-            let last_own = mine.iter().filter(|m| m.1).map(|m| m.0).max();
-            let last_free = mine.iter().filter(|m| !m.1).map(|m| m.0).max();
-            let graph = book.graph();
-            let walked = match (accepted, last_free) {
-                (true, None) => visited(graph, last_own),
-                (true, Some(f)) => visited(graph, None) + visited(graph, Some(f)),
-                (false, _) => 2 * visited(graph, None),
-            };
-            (walked, copied)
-        })
-        .collect()
-}
-
-/// Element-wise best of several repetitions of a series.
-pub(crate) fn best_series(runs: &[Vec<f64>]) -> Vec<f64> {
-    let n = runs.iter().map(Vec::len).min().unwrap_or(0);
-    (0..n)
-        .map(|i| best(&runs.iter().map(|r| r[i]).collect::<Vec<_>>()))
-        .collect()
-}
-
-/// The least disturbed of several repetitions: on a shared machine noise
-/// only ever adds time.
-pub(crate) fn best(v: &[f64]) -> f64 {
-    v.iter().copied().fold(f64::INFINITY, f64::min)
+    fig_5_2_book(with_reservations).walks(count)
 }
 
 pub fn command(quick: bool) -> Result<(), CliError> {
@@ -447,7 +349,7 @@ pub fn command(quick: bool) -> Result<(), CliError> {
 /// 10,000 schedulers and threads (fp, res, joins, sfq, rr), best of `reps`.
 fn print_analysis(reps: usize) {
     let scn = hsched_analysis::compose::bench_hierarchy(10_000);
-    let book = crate::rule_book();
+    let book = hsched_pipeline::rule_book();
     let size = scn.schedulers.len() + scn.threads.len();
     let mut walls = Vec::new();
     let mut composes = false;
@@ -521,7 +423,7 @@ fn print_drawing(scn: &hsched_model::Scenario, reps: usize) {
         t.needs = None;
         crowd.threads.push(t);
     }
-    let book = crate::rule_book();
+    let book = hsched_pipeline::rule_book();
     println!();
     println!("drawing: the hierarchy as SVG (`check --svg`), without the analysis:");
     for (what, scn) in [

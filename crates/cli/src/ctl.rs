@@ -147,7 +147,7 @@ pub fn command(args: CtlArgs) -> Result<(), CliError> {
         .request(&request)
         .map_err(|e| CliError::Failed(format!("{}: {e}", socket.display())))?;
     if response.ok {
-        crate::print_stdout(&format!("{}\n", response.text.trim_end()))?;
+        crate::output::print_stdout(&format!("{}\n", response.text.trim_end()))?;
         Ok(())
     } else {
         Err(CliError::Input(format!("refused: {}", response.text)))

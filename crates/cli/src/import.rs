@@ -2,10 +2,11 @@
 //! as an hsched scenario (TOML) on stdout, with what hsched cannot express
 //! as warnings on stderr (`--strict`: as errors, exit 2). `sim`, `check` and
 //! `live` read such a file directly when its name ends in `.json`
-//! ([`scenario_text`]).
+//! (`hsched_pipeline::source::scenario_text`).
 
 use crate::CliError;
-use hsched_scenario::import::{rtapp, Imported};
+use hsched_pipeline::source::import_rtapp;
+use hsched_scenario::import::Imported;
 use std::path::{Path, PathBuf};
 
 #[derive(clap::Args, Debug)]
@@ -52,14 +53,6 @@ pub fn command(args: ImportArgs) -> Result<(), CliError> {
     }
 }
 
-fn import_rtapp(path: &Path, cpus: Option<u32>) -> Result<Imported, CliError> {
-    let file = path.display().to_string();
-    let text = hsched_scenario::input::read_text(path, "the rt-app file")
-        .map_err(|e| CliError::Input(format!("{file}: {e}")))?;
-    rtapp::import(&text, &file, &rtapp::Options { cpus })
-        .map_err(|e| CliError::Input(e.to_string()))
-}
-
 /// Prints the warnings on stderr, or with `strict` refuses the file.
 fn report(path: &Path, imported: &Imported, strict: bool) -> Result<(), CliError> {
     let file = path.display();
@@ -79,23 +72,4 @@ fn report(path: &Path, imported: &Imported, strict: bool) -> Result<(), CliError
         eprintln!("warning: {file}:{w}");
     }
     Ok(())
-}
-
-/// The scenario text of `path` and the name its errors give it: the file
-/// itself, or, for an rt-app file (`.json`), its import, the warnings
-/// printed on stderr. An error in imported text names the command that
-/// prints that text, never the JSON file: its lines are the TOML's.
-pub fn scenario_text(path: &Path) -> Result<(String, String), CliError> {
-    if path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
-    {
-        let imported = import_rtapp(path, None)?;
-        report(path, &imported, false)?;
-        let name = format!("`hsched import rt-app {}`", path.display());
-        return Ok((imported.toml, name));
-    }
-    let text = hsched_scenario::input::read_text(path, "the scenario")
-        .map_err(|e| CliError::Input(format!("{}: {e}", path.display())))?;
-    Ok((text, path.display().to_string()))
 }

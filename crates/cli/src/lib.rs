@@ -6,21 +6,29 @@
 
 pub mod bench;
 pub mod ctl;
+mod error;
 pub mod import;
 pub mod import_simso;
 mod manual;
-pub mod pipeline;
+mod output;
 pub mod plot;
-pub mod plugins;
 pub mod repro;
 pub mod simso;
 pub mod sweep;
+mod to_run;
+mod values;
+
+pub use error::CliError;
+pub use output::print_stdout;
 
 use clap::{CommandFactory, Parser, Subcommand};
 use hsched_core::Duration;
+use hsched_pipeline::{self as pipeline, plugins};
+use output::{stdout_colour, write_file};
 use std::ffi::OsString;
-use std::fmt;
 use std::path::{Path, PathBuf};
+use to_run::{load_to_run, warn_uncomposed};
+use values::{parse_attach, parse_horizon};
 
 #[derive(Parser, Debug)]
 #[command(
@@ -259,19 +267,6 @@ impl Outputs {
     }
 }
 
-fn parse_attach(text: &str) -> Result<(String, i32), String> {
-    let (name, pid) = text
-        .split_once('=')
-        .ok_or_else(|| format!("`{text}`: expected NAME=PID, e.g. video=4242"))?;
-    let pid: i32 = pid
-        .trim()
-        .parse()
-        .ok()
-        .filter(|&p| p > 0)
-        .ok_or_else(|| format!("`{text}`: `{pid}` is not a process id"))?;
-    Ok((name.trim().to_string(), pid))
-}
-
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 enum BackendArg {
     /// hsched's sched_ext scheduler: the kernel runs what the hierarchy
@@ -334,38 +329,6 @@ struct SimArgs {
     allow_uncomposed: bool,
 }
 
-fn parse_duration(s: &str) -> Result<Duration, String> {
-    Duration::parse(s)
-}
-
-/// A `--horizon`: a duration, not zero and at most
-/// [`hsched_model::MAX_HORIZON`].
-fn parse_horizon(s: &str) -> Result<Duration, String> {
-    let horizon = Duration::parse(s)?;
-    match hsched_model::horizon_problem(horizon) {
-        Some(problem) => Err(problem),
-        None => Ok(horizon),
-    }
-}
-
-/// A failure of the command line: bad input (exit 2) or a failed run (exit 1).
-#[derive(Debug)]
-pub enum CliError {
-    Input(String),
-    Failed(String),
-    /// Stopped by a signal after an orderly stop: the message, and the
-    /// exit status (128 + the signal, as a shell reports it).
-    Stopped(String, i32),
-}
-
-impl fmt::Display for CliError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            CliError::Input(m) | CliError::Failed(m) | CliError::Stopped(m, _) => f.write_str(m),
-        }
-    }
-}
-
 /// Whether the command line runs or talks to a live agent (`live`, `ctl`,
 /// `repro --live`, the internal guardian and worker): those write to
 /// sockets and pipes whose other end may go away and must then see the
@@ -376,25 +339,6 @@ pub fn talks_to_peers(args: &[OsString]) -> bool {
     let command = args.get(1).and_then(|c| c.to_str()).unwrap_or("");
     matches!(command, "live" | "ctl" | "__guardian" | "__worker")
         || (command == "repro" && args.iter().any(|a| a == "--live"))
-}
-
-/// Writes `text` to stdout; a reader that has gone away (EPIPE) is no
-/// error: nobody is left to read the rest.
-pub fn print_stdout(text: &str) -> Result<(), CliError> {
-    use std::io::Write;
-    let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
-            Err(CliError::Failed(format!("writing to stdout: {e}")))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Whether stdout takes colour: a terminal, and neither `NO_COLOR` nor
-/// `TERM=dumb` set (`CLICOLOR_FORCE` forces it); never a pipe or a file.
-fn stdout_colour() -> bool {
-    anstream::AutoStream::choice(&std::io::stdout()) != anstream::ColorChoice::Never
 }
 
 /// Runs the command line; returns the exit code.
@@ -460,63 +404,6 @@ fn run(cli: Cli) -> Result<(), CliError> {
         Cmd::Sweep(args) => sweep::command(args),
         Cmd::Completions { shell } => manual::completions(shell, &mut Cli::command()),
         Cmd::Man { out } => manual::man(&Cli::command(), out.as_deref()),
-    }
-}
-
-fn write_file(
-    path: &Path,
-    what: &str,
-    write: impl FnOnce(&mut dyn std::io::Write) -> std::io::Result<()>,
-) -> Result<(), CliError> {
-    let out = |e: std::io::Error| {
-        CliError::Input(format!("cannot write {what} to {}: {e}", path.display()))
-    };
-    if path == Path::new("-") {
-        let stdout = std::io::stdout();
-        let mut lock = stdout.lock();
-        return match write(&mut lock) {
-            // The reader went away: nobody is left to read the rest.
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
-            r => r.map_err(out),
-        };
-    }
-    let file = std::fs::File::create(path).map_err(out)?;
-    let mut w = std::io::BufWriter::new(file);
-    write(&mut w).map_err(out)?;
-    std::io::Write::flush(&mut w).map_err(out)
-}
-
-/// The guarantee rules `check` and `sim` analyse with.
-pub fn rule_book() -> hsched_analysis::rules::RuleBook {
-    hsched_analysis::rules::RuleBook::standard()
-}
-
-/// A scenario to run (`sim`, `plot`, `live`) with its plugins, analysed:
-/// refused unless it composes or `allow_uncomposed` (then with a warning on
-/// stderr); with the guard that re-analyses each change while it runs.
-fn load_to_run(
-    file: &Path,
-    plugin_paths: &[PathBuf],
-    allow_uncomposed: bool,
-) -> Result<(pipeline::Loaded, pipeline::RunGuard), CliError> {
-    let extras = pipeline::Extras {
-        plugin_paths: plugin_paths.to_vec(),
-        ..Default::default()
-    };
-    let loaded = pipeline::Loaded::from_path(file, extras)?;
-    let (guard, why) = loaded.to_run(allow_uncomposed)?;
-    if let Some(why) = why {
-        eprintln!("warning: {why}\n(running it anyway: --allow-uncomposed)");
-    }
-    Ok((loaded, guard))
-}
-
-/// Says on stderr each change a run let through that broke a promise
-/// (`--allow-uncomposed`): the summary's log has them too, but a run
-/// written as JSON would not show them.
-fn warn_uncomposed(result: &hsched_model::RunResult) {
-    for change in pipeline::uncomposed_changes(result) {
-        eprintln!("warning: {change}");
     }
 }
 
@@ -829,7 +716,7 @@ fn policies(name: Option<&str>, plugin_paths: &[PathBuf]) -> Result<(), CliError
                 .map(|i| (None, i)),
         )
         .collect();
-    let book = rule_book();
+    let book = pipeline::rule_book();
     let list: Vec<_> = match name {
         Some(n) => vec![*all.iter().find(|(_, i)| i.name == n).ok_or_else(|| {
             let known: Vec<&str> = all.iter().map(|(_, p)| p.name).collect();

@@ -10,7 +10,7 @@ use std::path::Path;
 pub fn completions(shell: clap_complete::Shell, cmd: &mut clap::Command) -> Result<(), CliError> {
     let mut out = Vec::new();
     clap_complete::generate(shell, cmd, "hsched", &mut out);
-    crate::print_stdout(&String::from_utf8_lossy(&out))
+    crate::output::print_stdout(&String::from_utf8_lossy(&out))
 }
 
 /// Writes the man page of `cmd` to stdout, or with `dir` one page per
@@ -19,7 +19,7 @@ pub fn man(cmd: &clap::Command, dir: Option<&Path>) -> Result<(), CliError> {
     let Some(dir) = dir else {
         let mut page = Vec::new();
         render(cmd, &mut page)?;
-        return crate::print_stdout(&String::from_utf8_lossy(&page));
+        return crate::output::print_stdout(&String::from_utf8_lossy(&page));
     };
     std::fs::create_dir_all(dir)
         .map_err(|e| CliError::Input(format!("--out {}: {e}", dir.display())))?;

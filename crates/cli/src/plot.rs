@@ -4,7 +4,8 @@
 //! figures are those of the HTML report (`--report`), drawn by
 //! `hsched_report::plot`; the hierarchy is `hsched check --svg`.
 
-use crate::{write_file, CliError};
+use crate::output::write_file;
+use crate::CliError;
 use hsched_core::Duration;
 use hsched_report::plot::{Figure, Format, PlotOptions};
 use std::path::PathBuf;
@@ -49,16 +50,16 @@ pub struct PlotArgs {
     #[arg(long = "plugin", value_name = "PATH")]
     plugins: Vec<PathBuf>,
     /// Override the scenario's horizon (e.g. 10s, 500ms; at most 1 day).
-    #[arg(long, value_parser = crate::parse_horizon)]
+    #[arg(long, value_parser = crate::values::parse_horizon)]
     horizon: Option<Duration>,
     /// Override the scenario's seed.
     #[arg(long)]
     seed: Option<u64>,
     /// Start of the time window (timeline and share figures), e.g. 100ms.
-    #[arg(long, value_parser = crate::parse_duration)]
+    #[arg(long, value_parser = crate::values::parse_duration)]
     from: Option<Duration>,
     /// End of the time window (timeline and share figures), e.g. 200ms.
-    #[arg(long, value_parser = crate::parse_duration)]
+    #[arg(long, value_parser = crate::values::parse_duration)]
     to: Option<Duration>,
     /// Only this thread (by name); repeatable. Default: every thread.
     #[arg(long = "thread", value_name = "NAME")]
@@ -96,8 +97,9 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
             args.width, args.height
         )));
     }
-    let (mut loaded, guard) = crate::load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
-    let opts = crate::pipeline::RunOptions {
+    let (mut loaded, guard) =
+        crate::to_run::load_to_run(&args.file, &args.plugins, args.allow_uncomposed)?;
+    let opts = hsched_pipeline::RunOptions {
         horizon: args.horizon,
         seed: args.seed,
         trace: true,
@@ -106,7 +108,7 @@ pub fn command(args: &PlotArgs) -> Result<(), CliError> {
     let (file, infos) = (loaded.file(), loaded.infos());
     let plugins = std::mem::take(&mut loaded.plugins);
     let scn = &loaded.scenario;
-    let mut sim = crate::pipeline::simulation(&file, scn, &opts, &guard, &infos)?;
+    let mut sim = hsched_pipeline::simulation(&file, scn, &opts, &guard, &infos)?;
     drop(plugins);
     sim.run_until(sim.horizon());
     if let Some(cut) = sim.cut_at() {

@@ -9,10 +9,11 @@
 //! `hsched import simso` and simulates the scenario. So the importer is on
 //! the path that is checked.
 //!
-//! **Task sets** are drawn from a seed (ChaCha8), in integers: n tasks with
-//! distinct periods of whole milliseconds, a total utilisation split at
-//! random (in permille, like UUniFast, without floating point), each WCET a
-//! multiple of 125us (exact in SimSo's float milliseconds and in integer
+//! **Task sets** are drawn from a seed (ChaCha8) by the sweep's task-set
+//! generator (`hsched_sweep::generator::draw_exact`), in integers: n tasks
+//! with distinct periods of whole milliseconds, a total utilisation split
+//! at random (in permille, like UUniFast, without floating point), each
+//! WCET a multiple of 125us (exact in SimSo's float milliseconds and in integer
 //! nanoseconds; SimSo runs at 1,000,000 cycles per ms, one cycle per ns).
 //! Under EDF, task i's relative deadline is its period less i·125us, so
 //! that no two jobs of different tasks ever share an absolute deadline
@@ -27,7 +28,7 @@
 
 use crate::CliError;
 use hsched_model::RunResult;
-use rand::{Rng, SeedableRng};
+use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -106,36 +107,23 @@ pub fn generate(
 ) -> TaskSet {
     let n = n.clamp(1, 8);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let mut periods: Vec<u64> = Vec::with_capacity(n);
-    while periods.len() < n {
-        let p = rng.gen_range(min_period_ms..=max_period_ms.max(min_period_ms + n as u64));
-        if !periods.contains(&p) {
-            periods.push(p);
-        }
-    }
-    // Random cut points split the utilisation among the tasks.
-    let mut cuts: Vec<u64> = (1..n).map(|_| rng.gen_range(0..=permille)).collect();
-    cuts.push(0);
-    cuts.push(permille);
-    cuts.sort_unstable();
-    let shares: Vec<u64> = cuts.windows(2).map(|w| w[1] - w[0]).collect();
-    let tasks = periods
-        .iter()
-        .zip(&shares)
+    let drawn = hsched_sweep::generator::draw_exact(
+        n,
+        permille,
+        (min_period_ms, max_period_ms),
+        GRAIN_NS,
+        &mut rng,
+    );
+    let tasks = drawn
+        .into_iter()
         .enumerate()
-        .map(|(i, (&period_ms, &share))| {
-            let period_ns = period_ms * 1_000_000;
-            let grains = (period_ns * share / 1000 + GRAIN_NS / 2) / GRAIN_NS;
-            let wcet_ns = (grains.max(1) * GRAIN_NS).min(period_ns);
-            let deadline_ns = match sched {
+        .map(|(i, (period_ns, wcet_ns))| Task {
+            period_ns,
+            deadline_ns: match sched {
                 Sched::Edf => period_ns - i as u64 * GRAIN_NS,
                 Sched::Rm => period_ns,
-            };
-            Task {
-                period_ns,
-                deadline_ns,
-                wcet_ns,
-            }
+            },
+            wcet_ns,
         })
         .collect();
     TaskSet {

@@ -62,7 +62,7 @@ pub fn command(args: SweepArgs) -> Result<(), CliError> {
         ));
     };
     let spec = load_spec(spec_path)?;
-    let plugins = crate::plugins::load(&args.plugins)?;
+    let plugins = hsched_pipeline::plugins::load(&args.plugins)?;
     let count = hsched_sweep::points::count(&spec);
     if let Some(n) = args.scenario {
         if n >= count {
@@ -104,6 +104,7 @@ pub fn command(args: SweepArgs) -> Result<(), CliError> {
     opts.limit = args.limit;
     opts.registry = plugins.registry();
     opts.extra = plugins.infos();
+    opts.rules = plugins.rule_book()?;
 
     let bar = Bar::new(args.quiet || !std::io::stderr().is_terminal());
     let outcome = hsched_sweep::run(&spec, &opts, &bar).map_err(sweep_error);

@@ -13,6 +13,8 @@
 //! - [`inherit`] (shared with `fp` and `rm`): constraint inheritance across mutexes and RPCs (§4.2,
 //!   §4.6): blocked-on chains with path compression, FIFO hand-off,
 //!   deadlock refusal, the RPC server's activity.
+//! - [`figures`]: the paper's §5 measurements (Fig. 5-1, Fig. 5-2) as work
+//!   a benchmark times, without its reaching into the graph or the book.
 //! - [`policy`]: the `rialto` policy itself and its guarantees (the
 //!   module documentation), over its child modules:
 //!   - `policy/state.rs`: threads, activities, graph VPs and the records
@@ -30,6 +32,7 @@
 //!     RPCs driving [`inherit`]).
 
 pub mod constraints;
+pub mod figures;
 pub mod graph;
 /// The inheritance book, shared with the priority policies.
 pub use crate::inherit;

@@ -31,6 +31,13 @@
 //! The floating-point steps (UUniFast's powers, the log-uniform draw) use
 //! `libm`, a pure-Rust libm, so a spec and seed give the same task sets on
 //! every platform.
+//!
+//! **Exact sets** ([`draw_exact`]), for the SimSo cross-check and speed
+//! comparison (`hsched bench --simso`), which must be exact in SimSo's float
+//! milliseconds too: integers only, distinct whole-millisecond periods, the
+//! utilisation split in permille at random cut points (uniform on the
+//! simplex, as UUniFast, without floating point), each WCET a multiple of
+//! a grain.
 
 use crate::value::{Decimal, Value};
 use rand::{Rng, RngCore};
@@ -345,6 +352,42 @@ fn scalar(s: &Scalar, lookup: &dyn Fn(&str) -> Option<Value>) -> Result<toml_edi
     })
 }
 
+/// An exact task set: `n` tasks with distinct periods of whole
+/// milliseconds in `min_ms..=max_ms` (widened to `min_ms + n` if that is
+/// too narrow), the total utilisation `permille`/1000 split among them at
+/// `n - 1` random cut points, each WCET rounded to the nearest multiple of
+/// `grain_ns` (at least one grain, at most the period). Returns each
+/// task's (period, wcet) in nanoseconds, in the order drawn.
+pub fn draw_exact(
+    n: usize,
+    permille: u64,
+    (min_ms, max_ms): (u64, u64),
+    grain_ns: u64,
+    rng: &mut impl RngCore,
+) -> Vec<(u64, u64)> {
+    let mut periods: Vec<u64> = Vec::with_capacity(n);
+    while periods.len() < n {
+        let p = rng.gen_range(min_ms..=max_ms.max(min_ms + n as u64));
+        if !periods.contains(&p) {
+            periods.push(p);
+        }
+    }
+    let mut cuts: Vec<u64> = (1..n).map(|_| rng.gen_range(0..=permille)).collect();
+    cuts.push(0);
+    cuts.push(permille);
+    cuts.sort_unstable();
+    let shares = cuts.windows(2).map(|w| w[1] - w[0]);
+    periods
+        .iter()
+        .zip(shares)
+        .map(|(&period_ms, share)| {
+            let period_ns = period_ms * 1_000_000;
+            let grains = (period_ns * share / 1000 + grain_ns / 2) / grain_ns;
+            (period_ns, (grains.max(1) * grain_ns).min(period_ns))
+        })
+        .collect()
+}
+
 /// UUniFast (Bini & Buttazzo), redrawn while a task would exceed one CPU.
 fn uunifast_discard(n: usize, total: f64, rng: &mut impl RngCore) -> Result<Vec<f64>, String> {
     const ATTEMPTS: usize = 10_000;
@@ -383,6 +426,21 @@ mod tests {
                 let sum: f64 = u.iter().sum();
                 assert!((sum - total).abs() < 1e-9, "{sum} vs {total}");
             }
+        }
+    }
+
+    #[test]
+    fn an_exact_set_has_distinct_periods_and_whole_grains() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(11);
+        let set = draw_exact(6, 900, (4, 60), 125_000, &mut rng);
+        assert_eq!(set.len(), 6);
+        let mut periods: Vec<u64> = set.iter().map(|t| t.0).collect();
+        periods.dedup();
+        assert_eq!(periods.len(), 6);
+        for (period, wcet) in set {
+            assert_eq!(period % 1_000_000, 0);
+            assert_eq!(wcet % 125_000, 0);
+            assert!(wcet >= 125_000 && wcet <= period);
         }
     }
 

@@ -7,8 +7,9 @@
 //! parameters vary and how ([`spec::Domain`]), and which [`metric`]s become
 //! columns. Every point is a pure function of the spec and its index
 //! ([`points`]): its seed, its values, its scenario. It runs through the
-//! real parser (`hsched_scenario`) and simulator (`hsched_sim`), and its
-//! metrics are `hsched-report`'s.
+//! real parser (`hsched_scenario`) and the run pipeline (`hsched_pipeline`:
+//! analysed, refused unless it composes, simulated), and its metrics are
+//! `hsched-report`'s.
 //!
 //! [`run::run`] runs the points on a pool of threads into a CSV
 //! ([`csvfile`]) written in index order, continuing a file an interrupted

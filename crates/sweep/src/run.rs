@@ -1,5 +1,7 @@
 //! Running a sweep: each point's scenario built, parsed by the scenario
-//! parser and run in the simulator, on a pool of threads; rows written to
+//! parser and run through the run pipeline (`hsched_pipeline`: analysed,
+//! refused unless it composes, simulated with its changes guarded), on a
+//! pool of threads; rows written to
 //! the CSV in index order through a reorder buffer, so that the file is at
 //! every moment the sweep's first rows, whatever order points finish in.
 //!
@@ -14,7 +16,9 @@ use crate::generator::{Setting, Task};
 use crate::points::{self, Point, Shard};
 use crate::spec::Spec;
 use crate::value::Value;
+use hsched_analysis::rules::RuleBook;
 use hsched_core::PolicyInfo;
+use hsched_pipeline::PipelineError;
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
@@ -53,6 +57,9 @@ pub struct Options {
     pub registry: Vec<PolicyInfo>,
     /// Policies beyond the built-in registry, for the simulator.
     pub extra: Vec<&'static PolicyInfo>,
+    /// The guarantee rules points are analysed with (the standard ones,
+    /// plus the plugins' and the caller's rows).
+    pub rules: RuleBook,
 }
 
 impl Options {
@@ -65,6 +72,7 @@ impl Options {
             limit: None,
             registry: hsched_policies::registry().to_vec(),
             extra: Vec::new(),
+            rules: hsched_pipeline::rule_book(),
         }
     }
 }
@@ -168,30 +176,45 @@ pub fn taskset_of(spec: &Spec, p: &Point) -> Option<Result<Vec<Task>, String>> {
     Some(draw())
 }
 
-/// Runs one point: its scenario through the parser and the simulator;
-/// returns its metric cells.
+/// Runs one point: its scenario through the parser and the run pipeline
+/// (a hierarchy that does not compose is refused, as `hsched sim` refuses
+/// it); returns its metric cells.
 pub fn run_point(spec: &Spec, p: &Point, opts: &Options) -> Result<Vec<String>, SweepError> {
     let bad = |e: String| SweepError::Input(format!("{}: {e}", points::describe(spec, p)));
     let (file, text) = scenario_text(spec, p).map_err(bad)?;
     let scn = hsched_scenario::parse_with_registry(&text, &file, &opts.registry)
         .map_err(|e| bad(e.to_string()))?;
-    let sim_opts = hsched_sim::SimOptions {
+    let run_opts = hsched_pipeline::RunOptions {
         seed: Some(p.seed),
         ..Default::default()
     };
-    let mut sim = hsched_sim::Simulation::new(&scn, &sim_opts, &opts.extra)
-        .map_err(|e| bad(format!("{file}: {e}")))?;
-    sim.run_until(sim.horizon());
-    if let Some(cut) = sim.cut_at() {
+    let run = hsched_pipeline::run_to_horizon(
+        &file,
+        &scn,
+        opts.rules.clone(),
+        &run_opts,
+        &opts.extra,
+        false,
+    )
+    .map_err(|e| match e {
+        PipelineError::Scenario(e) => bad(e.to_string()),
+        PipelineError::Input(m) => bad(m),
+        PipelineError::Uncomposed { file, analysis } => {
+            bad(hsched_pipeline::uncomposed(&file, &analysis))
+        }
+        PipelineError::Failed(m) => {
+            SweepError::Failed(format!("{}: {m}", points::describe(spec, p)))
+        }
+    })?;
+    if let Some(cut) = run.cut_at {
         return Err(bad(format!(
             "{file}: the run needs more than {} events (hsched_sim::DEFAULT_MAX_EVENTS): \
              it reached them at {}; shorten its horizon",
-            hsched_sim::DEFAULT_MAX_EVENTS,
+            run_opts.max_events,
             cut - hsched_core::Instant::ZERO
         )));
     }
-    let result = sim.finish();
-    let metrics = serde_json::to_value(hsched_report::metrics(&result))
+    let metrics = serde_json::to_value(hsched_report::metrics(&run.result))
         .map_err(|e| SweepError::Failed(format!("metrics: {e}")))?;
     spec.metrics
         .iter()

@@ -27,7 +27,7 @@ fn params<'py>(py: Python<'py>, specs: Vec<ParamSpec>) -> PyResult<Bound<'py, Py
 /// by `check`, not run), as `hsched policies` lists them.
 #[pyfunction]
 pub fn policy_rows(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
-    let book = hsched_cli::rule_book();
+    let book = hsched_pipeline::rule_book();
     let python_rules = crate::policy::hls_rules();
     let python = crate::policy::extra_infos();
     let all = hsched_policies::registry()

@@ -3,7 +3,7 @@
 //! the pipeline's errors raised as the package's exceptions
 //! (`hsched/_errors.py`), their fields as attributes.
 
-use hsched_cli::pipeline::PipelineError;
+use hsched_pipeline::PipelineError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDelta, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
@@ -183,7 +183,7 @@ pub fn error(
                 raise(py, "ScenarioError", &m, &attrs)
             }
             PipelineError::Uncomposed { file, analysis: a } => {
-                let why = hsched_cli::pipeline::uncomposed(&file, &a);
+                let why = hsched_pipeline::uncomposed(&file, &a);
                 let errors: Vec<String> = a.errors().map(|p| p.message.clone()).collect();
                 set("file", file.as_str().into_pyobject(py)?.into_any())?;
                 set("errors", errors.into_pyobject(py)?.into_any())?;

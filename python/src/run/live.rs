@@ -1,6 +1,6 @@
 //! `hsched.live`: a scenario's hierarchy scheduling real processes on this
-//! machine's CPUs, through the command line's live pipeline
-//! (`hsched_cli::pipeline::live`), with the policies registered from
+//! machine's CPUs, through the run pipeline's live step
+//! (`hsched_pipeline::live`), with the policies registered from
 //! Python; and `_live_process`, the guardian and worker processes it
 //! starts.
 //!
@@ -24,10 +24,10 @@
 //!   which is undone after the run: the interpreter goes on.
 
 use super::{convert, PyAnalysis, PyRun, PyScenario};
-use hsched_cli::pipeline::{self, LiveRunOptions, PipelineError};
 use hsched_core::Duration;
 use hsched_live::agent::Interrupted;
 use hsched_live::run::Backend;
+use hsched_pipeline::{self as pipeline, LiveRunOptions, PipelineError};
 use pyo3::exceptions::{PyPermissionError, PyValueError};
 use pyo3::prelude::*;
 use std::ffi::OsString;

@@ -9,7 +9,7 @@
 //! so the benchmark needs no plugin build; a `dlopen`ed library differs
 //! only in how the table was found, which costs nothing per call.
 
-use super::best;
+use super::stats::best;
 use crate::CliError;
 use hsched_core::{Duration, Instant, Params, PolicyInfo, Value};
 use hsched_plugin_host::Plugin;

@@ -220,7 +220,7 @@ fn simulation_checks(r: &RunResult) -> Result<Vec<Check>, String> {
 fn fig3() -> Result<Vec<Check>, String> {
     let (path, text) = scenario!("hls-fig3.toml");
     let scn = parse((path, text))?;
-    let a = analyse(&scn, &crate::rule_book());
+    let a = analyse(&scn, &hsched_pipeline::rule_book());
     let mut checks = analysis_checks(&a);
     let r = simulate((path, text))?;
     checks.extend(simulation_checks(&r)?);

@@ -2,7 +2,6 @@
 //! entries read from its result.
 
 use hsched_model::RunResult;
-use hsched_sim::{run, SimOptions};
 
 /// The fraction of the horizon thread `thread` ran.
 pub fn share(r: &RunResult, thread: &str) -> f64 {
@@ -29,7 +28,8 @@ pub fn simulate(scenario: (&str, &str)) -> Result<RunResult, String> {
 }
 
 /// Like [`simulate`], after `edit` changes the scenario (a parameter sweep
-/// over one file).
+/// over one file). Through the run pipeline, as `hsched sim` runs it: a
+/// hierarchy that does not compose is refused.
 pub fn simulate_with(
     file: (&str, &str),
     edit: impl FnOnce(&mut hsched_model::Scenario),
@@ -37,9 +37,12 @@ pub fn simulate_with(
     let path = file.0;
     let mut scn = parse(file)?;
     edit(&mut scn);
-    let opts = SimOptions {
+    let opts = hsched_pipeline::RunOptions {
         trace: true,
         ..Default::default()
     };
-    run(&scn, &opts).map_err(|e| format!("{path}: {e}"))
+    let book = hsched_pipeline::rule_book();
+    hsched_pipeline::run_to_horizon(path, &scn, book, &opts, &[], false)
+        .map(|run| run.result)
+        .map_err(|e| crate::CliError::from(e).to_string())
 }

@@ -15,7 +15,7 @@ use super::{scenario, Check, Entry};
 use crate::repro::parse;
 use hsched_core::{Share, ShareRange};
 use hsched_model::{RunResult, Scenario};
-use hsched_sim::{CallOutcome, SimOptions, Simulation};
+use hsched_sim::CallOutcome;
 
 pub fn entries() -> Vec<Entry> {
     vec![
@@ -257,14 +257,23 @@ fn run_scn(mut scn: Scenario, standalone: bool) -> Result<(RunResult, u64), Stri
     if standalone {
         scn.threads.retain(|t| t.name != "greedy");
     }
-    let mut sim = Simulation::new(&scn, &SimOptions::default(), &[])?;
+    // Through the run pipeline, as `hsched sim` runs it (refused unless it
+    // composes); the simulation itself, for the calls it made.
+    let file = scn.name.clone();
+    let error = |e| crate::CliError::from(e).to_string();
+    let (guard, _) = hsched_pipeline::prepare(&file, &scn, hsched_pipeline::rule_book(), false)
+        .map_err(error)?;
+    let opts = hsched_pipeline::RunOptions::default();
+    let mut sim = hsched_pipeline::simulation(&file, &scn, &opts, &guard, &[]).map_err(error)?;
     sim.run_until(sim.horizon());
     let ok = sim
         .calls()
         .iter()
         .filter(|c| c.outcome == Some(CallOutcome::Ok))
         .count() as u64;
-    Ok((sim.finish(), ok))
+    let mut result = sim.finish();
+    guard.label(&mut result);
+    Ok((result, ok))
 }
 
 /// Thread `name`'s FRC rate (a fraction) and work quantum (ms).

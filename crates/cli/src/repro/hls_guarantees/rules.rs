@@ -417,7 +417,7 @@ fn resu() -> Result<Vec<Check>, String> {
     };
     let expected = u * x / y;
     // The analysis label of `app`'s edge, in absolute time.
-    let a = hsched_analysis::compose::analyse(&scn, &crate::rule_book());
+    let a = hsched_analysis::compose::analyse(&scn, &hsched_pipeline::rule_book());
     let label = a.edge(Some("usp"), "app").map(|e| e.guarantee);
     let label_share = label
         .and_then(|g| g.share())

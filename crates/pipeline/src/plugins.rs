@@ -1,4 +1,4 @@
-//! Policy plugins on the command line: `--plugin PATH` (on `sim`, `live`, `check`
+//! Policy plugins, as the command line and the Python package load them: `--plugin PATH` (on `sim`, `live`, `check`
 //! and `policies`) and a scenario's top-level `plugins = [...]` key, whose
 //! paths are relative to the scenario file. Their policies join the
 //! built-in ones by name for the parser and the simulator
@@ -8,7 +8,7 @@
 //! file, not a library, not an hsched plugin, built for another plugin ABI
 //! (both versions), or a policy name that is built in or given twice.
 
-use crate::CliError;
+use crate::PipelineError;
 use hsched_core::PolicyInfo;
 use hsched_plugin_host::Plugin;
 use std::path::{Path, PathBuf};
@@ -23,22 +23,23 @@ pub struct Plugins {
 impl Plugins {
     /// Loads each library in order; `origin` prefixes errors (e.g. the
     /// scenario key that named it).
-    pub(crate) fn add(&mut self, path: &Path, origin: &str) -> Result<(), CliError> {
+    pub fn add(&mut self, path: &Path, origin: &str) -> Result<(), PipelineError> {
         // Opening a named pipe or a device as a library would block for
         // ever or read without end: only a regular file is loaded.
         if let Ok(meta) = std::fs::metadata(path) {
             if !meta.is_file() {
-                return Err(CliError::Input(format!(
+                return Err(PipelineError::Input(format!(
                     "{origin}plugin {}: not a regular file (a plugin is a shared library file)",
                     path.display()
                 )));
             }
         }
-        let plugin = Plugin::load(path).map_err(|e| CliError::Input(format!("{origin}{e}")))?;
+        let plugin =
+            Plugin::load(path).map_err(|e| PipelineError::Input(format!("{origin}{e}")))?;
         for p in plugin.policies() {
             let name = p.info.name;
             if hsched_policies::find(name).is_some() {
-                return Err(CliError::Input(format!(
+                return Err(PipelineError::Input(format!(
                     "{origin}plugin `{}`: policy `{name}` is built in; a plugin cannot \
                      replace it (rename the plugin's policy)",
                     plugin.label()
@@ -47,7 +48,7 @@ impl Plugins {
             let clash = self.policies().find(|(_, q)| q.name == name);
             if let Some((other, q)) = clash {
                 if !std::ptr::eq(q, p.info) {
-                    return Err(CliError::Input(format!(
+                    return Err(PipelineError::Input(format!(
                         "{origin}plugin `{}`: policy `{name}` is also in plugin `{other}`",
                         plugin.label()
                     )));
@@ -86,8 +87,8 @@ impl Plugins {
     /// The standard guarantee rules plus each plugin policy's declared row
     /// of HLS Table 1 (a plugin policy without one gets NULL guarantees for
     /// its children, with a warning).
-    pub fn rule_book(&self) -> Result<hsched_analysis::rules::RuleBook, CliError> {
-        let mut book = crate::rule_book();
+    pub fn rule_book(&self) -> Result<hsched_analysis::rules::RuleBook, PipelineError> {
+        let mut book = crate::guard::rule_book();
         let mut added: Vec<*const PolicyInfo> = Vec::new();
         for pl in &self.loaded {
             for p in pl.policies() {
@@ -97,7 +98,7 @@ impl Plugins {
                 }
                 added.push(p.info);
                 book.add_row(p.info.name, rule).map_err(|e| {
-                    CliError::Input(format!(
+                    PipelineError::Input(format!(
                         "plugin `{}`: its HLS rule for `{}`: {e}",
                         pl.label(),
                         p.info.name
@@ -124,7 +125,7 @@ impl Plugins {
 }
 
 /// Loads the libraries given with `--plugin`.
-pub fn load(paths: &[PathBuf]) -> Result<Plugins, CliError> {
+pub fn load(paths: &[PathBuf]) -> Result<Plugins, PipelineError> {
     let mut plugins = Plugins::default();
     for p in paths {
         plugins.add(p, "")?;
@@ -134,6 +135,6 @@ pub fn load(paths: &[PathBuf]) -> Result<Plugins, CliError> {
 
 /// A scenario error as the command line shows it: the line, the spot
 /// marked, the hint.
-pub(crate) fn render(e: hsched_scenario::ScenarioError) -> String {
+pub fn render(e: hsched_scenario::ScenarioError) -> String {
     format!("{:?}", miette::Report::new(e))
 }
