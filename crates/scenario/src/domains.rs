@@ -16,7 +16,8 @@
 
 use crate::error::{did_you_mean, Fail};
 use crate::program::{self, takes_time, NameRef, Refs};
-use crate::tree::{index_path, Node, Table};
+use crate::tree::Node;
+use crate::typed::{index_path, Table};
 use hsched_model::{DomainSpec, StopSpec};
 use std::collections::BTreeSet;
 

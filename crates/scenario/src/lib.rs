@@ -24,7 +24,8 @@ mod mutexes;
 mod program;
 pub mod rules;
 mod sections;
-mod tree;
+pub mod tree;
+mod typed;
 
 pub use error::ScenarioError;
 

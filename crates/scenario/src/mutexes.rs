@@ -12,7 +12,8 @@
 
 use crate::error::{did_you_mean, Fail};
 use crate::program::Refs;
-use crate::tree::{index_path, Node};
+use crate::tree::Node;
+use crate::typed::index_path;
 use hsched_core::MutexProtocol;
 use hsched_model::MutexSpec;
 use std::collections::BTreeSet;

@@ -5,7 +5,8 @@
 //! duration distributions they draw from.
 
 use crate::error::{did_you_mean, Fail, Span};
-use crate::tree::{index_path, Kind, Node, RawParam};
+use crate::tree::{Kind, Node};
+use crate::typed::{index_path, RawParam};
 use hsched_core::{Duration, Msg, Params, Value};
 use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target, Via};
 use std::collections::BTreeSet;
@@ -389,7 +390,7 @@ fn sporadic(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
 /// What each repetition does: `body = [ ... ]`, or `run = D` as shorthand
 /// for `body = [ { run = D } ]`.
 fn body_or_run(
-    t: &crate::tree::Table,
+    t: &crate::typed::Table,
     p: &str,
     refs: &mut Refs,
     each: &str,
@@ -735,7 +736,7 @@ fn thousandths(node: &Node, path: &str, d: &Decimal<'_>) -> Result<u32, Fail> {
                     .help(d.help)
                 })
         }
-        Kind::Float => {
+        Kind::Float(_) => {
             return Err(Fail::new(
                 &node.span,
                 path,
@@ -800,7 +801,7 @@ fn decimal_text(v: u32) -> String {
 }
 
 /// `name` and `args` of a message (in a program or the script).
-pub(crate) fn message(t: &crate::tree::Table<'_>) -> Result<Msg, Fail> {
+pub(crate) fn message(t: &crate::typed::Table<'_>) -> Result<Msg, Fail> {
     let name = t
         .require("name", "the message name, e.g. \"warp\"")?
         .name(&t.key_path("name"), "a message name")?;

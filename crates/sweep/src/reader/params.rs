@@ -3,10 +3,11 @@
 
 use super::Reader;
 use crate::edit::KeyPath;
+use crate::error::SpecError;
 use crate::spec::{Design, Domain, Param, MAX_POINTS, RESERVED};
-use crate::tree::{Kind, Node, SpecError};
 use crate::value::Value;
 use hsched_core::Duration;
+use hsched_scenario::tree::{Kind, Node};
 
 impl Reader<'_> {
     pub(super) fn param(
