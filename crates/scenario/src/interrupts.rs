@@ -13,7 +13,8 @@
 //! ```
 
 use crate::error::{did_you_mean, Fail};
-use crate::program::{dist, dist_max, Refs};
+use crate::program::{dist, dist_max};
+use crate::refs::Refs;
 use crate::tree::Node;
 use crate::typed::index_path;
 use hsched_core::Duration;

@@ -22,8 +22,12 @@ pub mod input;
 mod interrupts;
 mod mutexes;
 mod program;
+mod refs;
+mod replay;
 pub mod rules;
+mod script;
 mod sections;
+mod threads;
 pub mod tree;
 mod typed;
 

@@ -11,7 +11,7 @@
 //! protocol, so it must name a mutex some program (or stop body) locks.
 
 use crate::error::{did_you_mean, Fail};
-use crate::program::Refs;
+use crate::refs::Refs;
 use crate::tree::Node;
 use crate::typed::index_path;
 use hsched_core::MutexProtocol;

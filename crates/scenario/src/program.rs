@@ -4,12 +4,12 @@
 //! and the cross-domain `call`, `serve`, `kill`, `create`, `exit`) and the
 //! duration distributions they draw from.
 
-use crate::error::{did_you_mean, Fail, Span};
+use crate::error::{did_you_mean, Fail};
+use crate::refs::{NameRef, Refs};
 use crate::tree::{Kind, Node};
 use crate::typed::{index_path, RawParam};
 use hsched_core::{Duration, Msg, Params, Value};
 use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target, Via};
-use std::collections::BTreeSet;
 
 pub(crate) const OP_KEYS: &[&str] = &[
     "run",
@@ -37,37 +37,6 @@ pub(crate) const OP_KEYS: &[&str] = &[
 ];
 
 const DIST_HELP: &str = "a distribution is one of: { uniform = [\"1ms\", \"3ms\"] }, { exponential = \"2ms\", max = \"20ms\" }, { normal = \"5ms\", sd = \"1ms\", min = \"1ms\", max = \"9ms\" }";
-
-/// A name a program refers to, kept with its place for later checks.
-#[derive(Debug, Clone)]
-pub(crate) struct NameRef {
-    pub name: String,
-    pub span: Span,
-    pub path: String,
-}
-
-/// What a program refers to outside itself, checked once the whole file is
-/// read: schedulers it sends messages to, mutexes it takes and gives back.
-#[derive(Debug, Default)]
-pub(crate) struct Refs {
-    pub targets: Vec<NameRef>,
-    pub locks: BTreeSet<String>,
-    pub unlocks: Vec<NameRef>,
-    /// Stops called, as `domain.stop`.
-    pub calls: Vec<NameRef>,
-    /// Domains served (`serve`).
-    pub serves: Vec<NameRef>,
-    /// Domains killed (`kill`).
-    pub kills: Vec<NameRef>,
-    /// Domains started (`create`).
-    pub creates: Vec<NameRef>,
-    /// Semaphores signalled.
-    pub signals: BTreeSet<String>,
-    /// Semaphores waited on (`wait`, `sporadic`'s `on`).
-    pub waits: Vec<NameRef>,
-    /// Barriers waited at.
-    pub barriers: Vec<NameRef>,
-}
 
 /// A non-empty list of operations.
 pub(crate) fn ops(node: &Node, path: &str, refs: &mut Refs) -> Result<Vec<Op>, Fail> {

@@ -163,6 +163,16 @@ impl<'a> Table<'a> {
         join_path(&self.path, key)
     }
 
+    /// An array of tables (`[[key]]`), empty when absent.
+    pub(crate) fn tables(&self, key: &str, what: &str) -> Result<&'a [Node], Fail> {
+        match self.get(key) {
+            None => Ok(&[]),
+            Some(n) => n
+                .array(&self.key_path(key), what)
+                .map_err(|e| e.help(format!("write each entry under its own [[{key}]] header"))),
+        }
+    }
+
     /// A required key; the error points at the table and says what it holds.
     pub(crate) fn require(&self, key: &str, what: &str) -> Result<&'a Node, Fail> {
         self.get(key).ok_or_else(|| {
