@@ -267,8 +267,25 @@ impl Reader<'_> {
                 out
             }
         };
+        // A duration's column is `NAME_ns`, which another parameter may be.
+        for (i, p) in params.iter().enumerate() {
+            if let Some(q) = params[..i].iter().find(|q| q.column() == p.column()) {
+                return Err(self.err(
+                    root.get(section).unwrap_or(root),
+                    &format!("{section}.{}", p.name),
+                    format!(
+                        "its column `{}` is parameter `{}`'s too: rename one",
+                        p.column(),
+                        q.name
+                    ),
+                ));
+            }
+        }
         for m in &metrics {
-            if let Some(p) = params.iter().find(|p| p.name == m.column()) {
+            if let Some(p) = params
+                .iter()
+                .find(|p| p.name == m.column() || p.column() == m.column())
+            {
                 return Err(self.err(
                     root.get(section).unwrap_or(root),
                     &format!("{section}.{}", p.name),
