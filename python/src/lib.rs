@@ -14,6 +14,7 @@ mod sweep;
 fn _hsched(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     run::register(m)?;
+    run::live::register(m)?;
     policy::register(m)?;
     sweep::register(m)?;
     Ok(())

@@ -7,7 +7,7 @@
 
 mod catalog;
 mod convert;
-mod live;
+pub(crate) mod live;
 mod tables;
 
 use hsched_analysis::compose::Analysis;
@@ -481,6 +481,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(catalog::policy_rows, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::repro_entries, m)?)?;
     m.add_function(wrap_pyfunction!(catalog::repro_run, m)?)?;
-    live::register(m)?;
     Ok(())
 }

@@ -285,20 +285,13 @@ impl SweepSpec {
     fn open_output(&self, path: PathBuf, shard: &str) -> PyResult<Vec<Vec<String>>> {
         let shard = Self::shard(shard)?;
         let header = csvfile::header(&self.spec);
-        let Some(existing) = csvfile::read(&path).map_err(PyValueError::new_err)? else {
+        let Some(existing) =
+            csvfile::resume(&self.spec, shard, &path).map_err(PyValueError::new_err)?
+        else {
             std::fs::write(&path, csvfile::encode(&header))
                 .map_err(|e| Self::io_error(&path, e))?;
             return Ok(Vec::new());
         };
-        if existing.header != header {
-            return Err(PyValueError::new_err(format!(
-                "{}: its columns ({}) are not this spec's ({}): the file was written for another spec; remove it or choose another output",
-                path.display(),
-                existing.header.join(","),
-                header.join(",")
-            )));
-        }
-        csvfile::verify(&self.spec, shard, &path, &existing.rows).map_err(PyValueError::new_err)?;
         std::fs::OpenOptions::new()
             .write(true)
             .open(&path)

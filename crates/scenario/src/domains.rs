@@ -15,8 +15,10 @@
 //! and must take time (so that a loop of calls moves the clock).
 
 use crate::error::{did_you_mean, Fail};
-use crate::program::{self, takes_time, NameRef, Refs};
-use crate::tree::{index_path, Node, Table};
+use crate::program::{self, takes_time};
+use crate::refs::{NameRef, Refs};
+use crate::tree::Node;
+use crate::typed::{index_path, Table};
 use hsched_model::{DomainSpec, StopSpec};
 use std::collections::BTreeSet;
 

@@ -172,6 +172,12 @@ impl Fail {
     }
 }
 
+impl From<crate::tree::SyntaxError> for Fail {
+    fn from(e: crate::tree::SyntaxError) -> Self {
+        Fail::new(&e.span, "", e.message).maybe_help(e.help)
+    }
+}
+
 /// The largest char boundary at or before `i` (spans come from the parser
 /// and are on boundaries; this keeps a bad one from panicking a slice).
 fn floor_boundary(text: &str, mut i: usize) -> usize {

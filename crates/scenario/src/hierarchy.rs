@@ -4,7 +4,8 @@
 //! checked against what exists at that moment.
 
 use crate::error::{did_you_mean, Fail, Span};
-use crate::tree::{index_path, Kind, RawParam, Table};
+use crate::tree::Kind;
+use crate::typed::{index_path, RawParam, Table};
 use hsched_core::{Instant, ParamSpec, Params, PolicyInfo};
 use hsched_model::{ParentLink, SchedulerSpec};
 use std::collections::{BTreeMap, BTreeSet};

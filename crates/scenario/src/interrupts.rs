@@ -13,8 +13,10 @@
 //! ```
 
 use crate::error::{did_you_mean, Fail};
-use crate::program::{dist, dist_max, Refs};
-use crate::tree::{index_path, Node};
+use crate::program::{dist, dist_max};
+use crate::refs::Refs;
+use crate::tree::Node;
+use crate::typed::index_path;
 use hsched_core::Duration;
 use hsched_model::{Dist, InterruptSpec};
 use std::collections::BTreeSet;

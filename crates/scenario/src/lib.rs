@@ -22,9 +22,14 @@ pub mod input;
 mod interrupts;
 mod mutexes;
 mod program;
+mod refs;
+mod replay;
 pub mod rules;
+mod script;
 mod sections;
-mod tree;
+mod threads;
+pub mod tree;
+mod typed;
 
 pub use error::ScenarioError;
 

@@ -11,8 +11,9 @@
 //! protocol, so it must name a mutex some program (or stop body) locks.
 
 use crate::error::{did_you_mean, Fail};
-use crate::program::Refs;
-use crate::tree::{index_path, Node};
+use crate::refs::Refs;
+use crate::tree::Node;
+use crate::typed::index_path;
 use hsched_core::MutexProtocol;
 use hsched_model::MutexSpec;
 use std::collections::BTreeSet;

@@ -4,11 +4,12 @@
 //! and the cross-domain `call`, `serve`, `kill`, `create`, `exit`) and the
 //! duration distributions they draw from.
 
-use crate::error::{did_you_mean, Fail, Span};
-use crate::tree::{index_path, Kind, Node, RawParam};
+use crate::error::{did_you_mean, Fail};
+use crate::refs::{NameRef, Refs};
+use crate::tree::{Kind, Node};
+use crate::typed::{index_path, RawParam};
 use hsched_core::{Duration, Msg, Params, Value};
 use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target, Via};
-use std::collections::BTreeSet;
 
 pub(crate) const OP_KEYS: &[&str] = &[
     "run",
@@ -36,37 +37,6 @@ pub(crate) const OP_KEYS: &[&str] = &[
 ];
 
 const DIST_HELP: &str = "a distribution is one of: { uniform = [\"1ms\", \"3ms\"] }, { exponential = \"2ms\", max = \"20ms\" }, { normal = \"5ms\", sd = \"1ms\", min = \"1ms\", max = \"9ms\" }";
-
-/// A name a program refers to, kept with its place for later checks.
-#[derive(Debug, Clone)]
-pub(crate) struct NameRef {
-    pub name: String,
-    pub span: Span,
-    pub path: String,
-}
-
-/// What a program refers to outside itself, checked once the whole file is
-/// read: schedulers it sends messages to, mutexes it takes and gives back.
-#[derive(Debug, Default)]
-pub(crate) struct Refs {
-    pub targets: Vec<NameRef>,
-    pub locks: BTreeSet<String>,
-    pub unlocks: Vec<NameRef>,
-    /// Stops called, as `domain.stop`.
-    pub calls: Vec<NameRef>,
-    /// Domains served (`serve`).
-    pub serves: Vec<NameRef>,
-    /// Domains killed (`kill`).
-    pub kills: Vec<NameRef>,
-    /// Domains started (`create`).
-    pub creates: Vec<NameRef>,
-    /// Semaphores signalled.
-    pub signals: BTreeSet<String>,
-    /// Semaphores waited on (`wait`, `sporadic`'s `on`).
-    pub waits: Vec<NameRef>,
-    /// Barriers waited at.
-    pub barriers: Vec<NameRef>,
-}
 
 /// A non-empty list of operations.
 pub(crate) fn ops(node: &Node, path: &str, refs: &mut Refs) -> Result<Vec<Op>, Fail> {
@@ -389,7 +359,7 @@ fn sporadic(v: &Node, p: &str, refs: &mut Refs) -> Result<Op, Fail> {
 /// What each repetition does: `body = [ ... ]`, or `run = D` as shorthand
 /// for `body = [ { run = D } ]`.
 fn body_or_run(
-    t: &crate::tree::Table,
+    t: &crate::typed::Table,
     p: &str,
     refs: &mut Refs,
     each: &str,
@@ -735,7 +705,7 @@ fn thousandths(node: &Node, path: &str, d: &Decimal<'_>) -> Result<u32, Fail> {
                     .help(d.help)
                 })
         }
-        Kind::Float => {
+        Kind::Float(_) => {
             return Err(Fail::new(
                 &node.span,
                 path,
@@ -800,7 +770,7 @@ fn decimal_text(v: u32) -> String {
 }
 
 /// `name` and `args` of a message (in a program or the script).
-pub(crate) fn message(t: &crate::tree::Table<'_>) -> Result<Msg, Fail> {
+pub(crate) fn message(t: &crate::typed::Table<'_>) -> Result<Msg, Fail> {
     let name = t
         .require("name", "the message name, e.g. \"warp\"")?
         .name(&t.key_path("name"), "a message name")?;

@@ -2,7 +2,8 @@
 //! interruption, and merging shard files.
 //!
 //! Columns: `index`, `seed`, `replicate` (when `replicates > 1`), one per
-//! parameter (spec order), one per metric (spec order). One row per point,
+//! parameter (spec order; a duration's is `NAME_ns`, integer nanoseconds),
+//! one per metric (spec order). One row per point,
 //! in increasing `index`. Each row is written with one `write` call and the
 //! file is never rewritten while points run, so a killed sweep leaves at
 //! worst a partial last line; reading the file back drops it.
@@ -18,7 +19,7 @@ pub fn header(spec: &Spec) -> Vec<String> {
     if spec.replicates > 1 {
         h.push("replicate".into());
     }
-    h.extend(spec.params.iter().map(|p| p.name.clone()));
+    h.extend(spec.params.iter().map(|p| p.column()));
     h.extend(spec.metrics.iter().map(|m| m.column().to_string()));
     h
 }
@@ -186,6 +187,85 @@ pub fn verify(spec: &Spec, shard: Shard, file: &Path, rows: &[Row]) -> Result<()
     Ok(())
 }
 
+/// Reads back the output of a run being continued: `None` if there is
+/// none. A file written before duration columns held integer nanoseconds
+/// is brought up to date first (rewritten in place, see
+/// [`durations_in_nanoseconds`]); then its header and rows must be this
+/// spec's and shard's. The caller cuts it at `complete_len`.
+pub fn resume(spec: &Spec, shard: Shard, out: &Path) -> Result<Option<Existing>, String> {
+    let Some(mut existing) = read(out)? else {
+        return Ok(None);
+    };
+    let header = header(spec);
+    if let Some(mut rows) = durations_in_nanoseconds(spec, out, &existing)? {
+        // Only a file this spec would continue is rewritten.
+        verify(spec, shard, out, &rows)?;
+        write_sorted(out, &header, &mut rows)?;
+        existing = read(out)?.ok_or_else(|| format!("{}: vanished", out.display()))?;
+    }
+    if existing.header != header {
+        return Err(format!(
+            "{}: its columns ({}) are not this spec's ({}): the file was written for another spec; remove it or choose another output",
+            out.display(),
+            existing.header.join(","),
+            header.join(",")
+        ));
+    }
+    verify(spec, shard, out, &existing.rows)?;
+    Ok(Some(existing))
+}
+
+/// The rows of a file written by an hsched that wrote a list of durations
+/// as written (`500us`) in a column named as the parameter (`quantum`),
+/// converted to what this one writes (`500000` in `quantum_ns`); `None`
+/// when there is nothing to convert (or the columns are another spec's,
+/// which the caller reports). A duration cell that does not read as one is
+/// an error naming the file, the point and the column.
+pub fn durations_in_nanoseconds(
+    spec: &Spec,
+    file: &Path,
+    existing: &Existing,
+) -> Result<Option<Vec<Row>>, String> {
+    let header = header(spec);
+    let first_param = if spec.replicates > 1 { 3 } else { 2 };
+    let old = &existing.header;
+    let durations: Vec<usize> = spec
+        .params
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.is_duration())
+        .map(|(i, _)| first_param + i)
+        .collect();
+    let renamed_only = old.len() == header.len()
+        && old.iter().zip(&header).enumerate().all(|(col, (o, h))| {
+            o == h || (durations.contains(&col) && *o == spec.params[col - first_param].name)
+        });
+    if !renamed_only {
+        return Ok(None);
+    }
+    let mut changed = *old != header;
+    let mut rows = existing.rows.clone();
+    for row in &mut rows {
+        for &col in &durations {
+            let cell = &mut row.cells[col];
+            if cell.parse::<u64>().is_ok() {
+                continue;
+            }
+            let ns = hsched_core::Duration::parse(cell).map_err(|e| {
+                format!(
+                    "{}: point {}: column `{}`: {e}: expected a duration",
+                    file.display(),
+                    row.index,
+                    old[col]
+                )
+            })?;
+            *cell = ns.as_nanos().to_string();
+            changed = true;
+        }
+    }
+    Ok(changed.then_some(rows))
+}
+
 /// Writes `header` and `rows` sorted by index to `out`, through a
 /// temporary file renamed into place.
 pub fn write_sorted(out: &Path, header: &[String], rows: &mut [Row]) -> Result<(), String> {
@@ -219,12 +299,18 @@ pub fn merge(inputs: &[&Path], out: &Path, spec: Option<&Spec>) -> Result<Merged
         spec.map(|s| (self::header(s), Path::new(&s.file)));
     let mut rows: std::collections::BTreeMap<u64, (Row, &Path)> = Default::default();
     for &input in inputs {
-        let Some(existing) = read(input)? else {
+        let Some(mut existing) = read(input)? else {
             return Err(format!(
                 "{}: no such sweep file, or it is empty",
                 input.display()
             ));
         };
+        if let Some(spec) = spec {
+            if let Some(rows) = durations_in_nanoseconds(spec, input, &existing)? {
+                existing.header = self::header(spec);
+                existing.rows = rows;
+            }
+        }
         match &header {
             Some((h, from)) if *h != existing.header => {
                 return Err(format!(

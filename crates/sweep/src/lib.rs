@@ -20,6 +20,7 @@
 
 pub mod csvfile;
 pub mod edit;
+mod error;
 pub mod generator;
 pub mod metric;
 pub mod points;
@@ -27,11 +28,10 @@ mod reader;
 pub mod run;
 pub mod spec;
 pub mod summary;
-mod tree;
 pub mod value;
 
+pub use error::SpecError;
 pub use points::Shard;
 pub use reader::{load, parse};
 pub use run::{run, Options, Outcome, Progress, Silent, SweepError};
 pub use spec::Spec;
-pub use tree::SpecError;

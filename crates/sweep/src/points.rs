@@ -95,6 +95,7 @@ pub fn values_of(spec: &Spec, index: u64) -> Vec<Value> {
 fn grid_value(domain: &Domain, k: u64) -> Value {
     match domain {
         Domain::List(values) => values[k as usize].clone(),
+        Domain::Durations(ns) => Value::Int(ns[k as usize] as i64),
         Domain::Range { from, step, .. } => {
             let d = from
                 .add_times(*step, k)
@@ -117,6 +118,7 @@ fn random_value(domain: &Domain, rng: &mut ChaCha8Rng) -> Value {
     };
     match domain {
         Domain::List(values) => values[rng.gen_range(0..values.len())].clone(),
+        Domain::Durations(ns) => Value::Int(ns[rng.gen_range(0..ns.len())] as i64),
         Domain::Uniform { lo, hi, digits } => decimal(lo + (hi - lo) * rng.gen::<f64>(), *digits),
         Domain::LogUniform { lo, hi, digits } => {
             let (a, b) = (libm::log(*lo), libm::log(*hi));

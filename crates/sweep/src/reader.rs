@@ -5,11 +5,12 @@
 //! base scenario, every metric against the metrics `hsched-report` computes.
 //! The first problem found is an error naming the file, line, column and key.
 
+use crate::error::{Source, SpecError};
 use crate::metric::Metric;
 use crate::spec::{Base, Design, ReadScenario, Spec, MAX_POINTS};
-use crate::tree::{self, Kind, Node, Source, SpecError};
 use crate::value::Decimal;
 use hsched_core::Duration;
+use hsched_scenario::tree::{self, Kind, Node};
 use std::path::Path;
 
 mod check;
@@ -38,7 +39,8 @@ pub fn load(path: &Path) -> Result<Spec, SpecError> {
 /// scenario a `scenario = "path"` names.
 pub fn parse(text: &str, file: &str, read: ReadScenario<'_>) -> Result<Spec, SpecError> {
     let src = Source { file, text };
-    let root = tree::parse(&src)?;
+    // The sweep's errors carry no hint: the syntax error's help is dropped.
+    let root = tree::parse(text).map_err(|e| src.error(&e.span, "", e.message))?;
     Reader { src: &src }.spec(&root, read)
 }
 
@@ -71,11 +73,11 @@ impl Reader<'_> {
     }
 
     fn unknown_keys(&self, table: &Node, prefix: &str, known: &[&str]) -> Result<(), SpecError> {
-        for (k, v) in table.entries() {
-            if !known.contains(&k.as_str()) {
+        for e in table.entries() {
+            if !known.contains(&e.key.as_str()) {
                 return Err(self.err(
-                    v,
-                    &join(prefix, k),
+                    &e.value,
+                    &join(prefix, &e.key),
                     format!("unknown key (expected one of: {})", known.join(", ")),
                 ));
             }
@@ -185,12 +187,12 @@ impl Reader<'_> {
             if !matches!(table.kind, Kind::Table(_)) {
                 return Err(self.expected(table, section, "a table of parameters"));
             }
-            for (pname, node) in table.entries() {
-                if section == "random" && pname == "samples" {
+            for e in table.entries() {
+                if section == "random" && e.key == "samples" {
                     continue;
                 }
-                let key = format!("{section}.{pname}");
-                params.push(self.param(pname, node, &key, design)?);
+                let key = format!("{section}.{}", e.key);
+                params.push(self.param(&e.key, &e.value, &key, design)?);
             }
         }
         let count = match design {
@@ -265,8 +267,25 @@ impl Reader<'_> {
                 out
             }
         };
+        // A duration's column is `NAME_ns`, which another parameter may be.
+        for (i, p) in params.iter().enumerate() {
+            if let Some(q) = params[..i].iter().find(|q| q.column() == p.column()) {
+                return Err(self.err(
+                    root.get(section).unwrap_or(root),
+                    &format!("{section}.{}", p.name),
+                    format!(
+                        "its column `{}` is parameter `{}`'s too: rename one",
+                        p.column(),
+                        q.name
+                    ),
+                ));
+            }
+        }
         for m in &metrics {
-            if let Some(p) = params.iter().find(|p| p.name == m.column()) {
+            if let Some(p) = params
+                .iter()
+                .find(|p| p.name == m.column() || p.column() == m.column())
+            {
                 return Err(self.err(
                     root.get(section).unwrap_or(root),
                     &format!("{section}.{}", p.name),
@@ -320,8 +339,8 @@ fn inline_scenario(node: &Node) -> Result<String, String> {
             }
             Kind::Table(entries) => {
                 let mut t = toml_edit::InlineTable::new();
-                for (k, v) in entries {
-                    t.insert(k, value(v)?);
+                for e in entries {
+                    t.insert(&e.key, value(&e.value)?);
                 }
                 toml_edit::Value::InlineTable(t)
             }
@@ -329,8 +348,8 @@ fn inline_scenario(node: &Node) -> Result<String, String> {
     }
     fn table(node: &Node) -> Result<toml_edit::Table, String> {
         let mut t = toml_edit::Table::new();
-        for (k, v) in node.entries() {
-            t.insert(k, item(v)?);
+        for e in node.entries() {
+            t.insert(&e.key, item(&e.value)?);
         }
         Ok(t)
     }
@@ -348,8 +367,8 @@ fn inline_scenario(node: &Node) -> Result<String, String> {
         })
     }
     let mut doc = toml_edit::DocumentMut::new();
-    for (k, v) in node.entries() {
-        doc.insert(k, item(v)?);
+    for e in node.entries() {
+        doc.insert(&e.key, item(&e.value)?);
     }
     Ok(doc.to_string())
 }

@@ -252,20 +252,11 @@ pub fn run(spec: &Spec, opts: &Options, progress: &dyn Progress) -> Result<Outco
     let total = opts.shard.len(count);
     let io = |e: std::io::Error| SweepError::Failed(format!("{}: {e}", out.display()));
 
-    let existing = csvfile::read(out).map_err(SweepError::Input)?;
+    let existing = csvfile::resume(spec, opts.shard, out).map_err(SweepError::Input)?;
     let mut done: std::collections::HashSet<u64> = Default::default();
     let mut in_order = true;
     match &existing {
         Some(ex) => {
-            if ex.header != header {
-                return Err(SweepError::Input(format!(
-                    "{}: its columns ({}) are not this spec's ({}): the file was written for another spec; remove it or choose another output",
-                    out.display(),
-                    ex.header.join(","),
-                    header.join(",")
-                )));
-            }
-            csvfile::verify(spec, opts.shard, out, &ex.rows).map_err(SweepError::Input)?;
             // Cut a partial last line a kill left.
             let f = std::fs::OpenOptions::new()
                 .write(true)

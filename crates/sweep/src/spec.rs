@@ -70,6 +70,29 @@ pub struct Param {
     pub set: Vec<KeyPath>,
 }
 
+impl Param {
+    /// Whether its values are durations (integer nanoseconds).
+    pub fn is_duration(&self) -> bool {
+        matches!(
+            self.domain,
+            Domain::Durations(_)
+                | Domain::DurationRange { .. }
+                | Domain::DurationUniform { .. }
+                | Domain::DurationLogUniform { .. }
+        )
+    }
+
+    /// Its CSV column: the name, with `_ns` for a duration (as every time
+    /// column of hsched's tables) unless the name already ends so.
+    pub fn column(&self) -> String {
+        if self.is_duration() && !self.name.ends_with("_ns") {
+            format!("{}_ns", self.name)
+        } else {
+            self.name.clone()
+        }
+    }
+}
+
 /// Where a parameter's values come from.
 #[derive(Clone, Debug)]
 pub enum Domain {
@@ -82,6 +105,9 @@ pub enum Domain {
         step: Decimal,
         count: u64,
     },
+    /// Grid: these durations, as nanoseconds, in order. Random: one of them,
+    /// uniformly (a list whose every value is a duration with a unit).
+    Durations(Vec<u64>),
     /// Grid: durations `from, from + step, ...` up to `to`, as nanoseconds.
     DurationRange { from: u64, step: u64, count: u64 },
     /// Random: uniform on `[lo, hi]`, rounded to `digits` decimals.
@@ -101,6 +127,7 @@ impl Domain {
     pub fn grid_len(&self) -> u64 {
         match self {
             Domain::List(v) => v.len() as u64,
+            Domain::Durations(v) => v.len() as u64,
             Domain::Range { count, .. } | Domain::DurationRange { count, .. } => *count,
             _ => 0,
         }

@@ -24,7 +24,7 @@ pub fn summary(spec: &Spec, rows: &[Row]) -> String {
     let grid = spec.design == Design::Grid;
     let mut head: Vec<String> = Vec::new();
     if grid {
-        head.extend(spec.params.iter().map(|p| p.name.clone()));
+        head.extend(spec.params.iter().map(|p| p.column()));
     }
     head.push("points".into());
     head.extend(spec.metrics.iter().map(|m| format!("mean {}", m.column())));

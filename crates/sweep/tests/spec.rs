@@ -47,7 +47,8 @@ fn a_good_spec_reads() {
         .iter()
         .map(ToString::to_string)
         .collect();
-    assert_eq!(values, ["1ms", "5"]);
+    // A list of durations is durations, in integer nanoseconds.
+    assert_eq!(values, ["1000000", "5"]);
 }
 
 #[test]

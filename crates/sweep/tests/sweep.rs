@@ -593,3 +593,66 @@ attach = { prio = "${task.rm}" }
         "{e}"
     );
 }
+
+#[test]
+fn durations_are_nanoseconds_and_older_files_continue() {
+    let text = r#"
+metrics = ["threads[video].wakeup_latency.max_ns"]
+[grid]
+quantum = { values = ["1ms", "2ms", "4ms"], set = "scheduler[0].quantum" }
+run = { from = "1ms", to = "2ms", step = "1ms", set = "thread[0].program[0].periodic.run" }
+
+[scenario]
+horizon = "200ms"
+[[scenario.scheduler]]
+name = "root"
+policy = "rr"
+[[scenario.thread]]
+name = "video"
+program = [ { periodic = { period = "20ms", run = "1ms" } } ]
+[[scenario.thread]]
+name = "hog"
+program = [ { run = "10s" } ]
+"#;
+    let spec = spec_of(text, "durations.toml");
+    let straight = scratch("durations.csv");
+    run(&spec, &straight, 2, None, Shard::ALL);
+    let whole = std::fs::read_to_string(&straight).unwrap();
+    let mut lines = whole.lines();
+    assert_eq!(
+        lines.next(),
+        Some("index,seed,quantum_ns,run_ns,threads[video].wakeup_latency.max_ns")
+    );
+    let first: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(first[2..4], ["1000000", "1000000"]);
+
+    // A file an older hsched left: the list's durations as written, and
+    // the columns named as the parameters.
+    let older = |rows: usize| {
+        let mut out = String::from("index,seed,quantum,run,threads[video].wakeup_latency.max_ns\n");
+        for line in whole.lines().skip(1).take(rows) {
+            let mut cells: Vec<String> = line.split(',').map(str::to_string).collect();
+            cells[2] = format!("{}ms", cells[2].parse::<u64>().unwrap() / 1_000_000);
+            out.push_str(&cells.join(","));
+            out.push('\n');
+        }
+        out
+    };
+    let continued = scratch("durations-older.csv");
+    std::fs::write(&continued, older(3)).unwrap();
+    let outcome = run(&spec, &continued, 2, None, Shard::ALL);
+    assert_eq!((outcome.done_before, outcome.ran), (3, 3));
+    assert_eq!(std::fs::read_to_string(&continued).unwrap(), whole);
+
+    let bad = scratch("durations-bad.csv");
+    std::fs::write(&bad, older(3).replace(",2ms,", ",fast,")).unwrap();
+    let mut opts = Options::new(&bad);
+    opts.threads = 1;
+    let e = hsched_sweep::run(&spec, &opts, &Silent)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("durations-bad.csv") && e.contains("column `quantum`") && e.contains("point 2"),
+        "{e}"
+    );
+}

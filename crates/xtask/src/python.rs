@@ -133,7 +133,7 @@ pub fn test(root: &Path, target: &Path) -> Outcome {
     };
     let mut outcome = Outcome::default();
     let mut closing = None;
-    let (ok, left_running) = crate::pass_through(&mut child, |line| {
+    let (ok, left_running) = crate::child_output::pass_through(&mut child, |line| {
         if let Some(skip) = skipped_line(line) {
             outcome.skipped.push(skip);
         }

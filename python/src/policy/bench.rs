@@ -182,7 +182,7 @@ fn _bench_run(
         .get(index)
         .ok_or_else(|| PyValueError::new_err(format!("no task set {index}")))?;
     let scn = scenario(set, policy).map_err(PyRuntimeError::new_err)?;
-    let extra = super::extra_infos();
+    let extra = super::slots::infos();
     let opts = hsched_sim::SimOptions::default();
     let before = super::adapter::calls();
     let started = std::time::Instant::now();

@@ -3,8 +3,9 @@
 
 use super::Reader;
 use crate::edit::{self};
+use crate::error::{Source, SpecError};
 use crate::spec::{Param, Spec};
-use crate::tree::{Node, Source, SpecError};
+use hsched_scenario::tree::Node;
 
 impl Reader<'_> {
     /// Every parameter is used (set by key path, named in the base

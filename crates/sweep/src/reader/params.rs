@@ -3,10 +3,11 @@
 
 use super::Reader;
 use crate::edit::KeyPath;
+use crate::error::SpecError;
 use crate::spec::{Design, Domain, Param, MAX_POINTS, RESERVED};
-use crate::tree::{Kind, Node, SpecError};
 use crate::value::Value;
 use hsched_core::Duration;
+use hsched_scenario::tree::{Kind, Node};
 
 impl Reader<'_> {
     pub(super) fn param(
@@ -71,6 +72,17 @@ impl Reader<'_> {
         };
         if items.is_empty() {
             return Err(self.err(node, key, "expected at least one value"));
+        }
+        // Durations with a unit are durations, in integer nanoseconds as
+        // every duration of the file; a list that mixes them with other
+        // values is a list of texts.
+        if items.iter().all(has_unit) {
+            let ns = items
+                .iter()
+                .enumerate()
+                .map(|(i, item)| self.duration(item, &format!("{key}[{i}]")))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Domain::Durations(ns));
         }
         let values = items
             .iter()
@@ -185,14 +197,7 @@ impl Reader<'_> {
                 else {
                     return Err(self.err(node, key, "a range needs `from`, `to` and `step`"));
                 };
-                let is_duration = |n: &Node| match &n.kind {
-                    Kind::Str(s) => {
-                        s.trim().ends_with(|c: char| c.is_alphabetic())
-                            && Duration::parse(s).is_ok()
-                    }
-                    _ => false,
-                };
-                if is_duration(from) || is_duration(to) || is_duration(step) {
+                if has_unit(from) || has_unit(to) || has_unit(step) {
                     let f = self.duration(from, &sub("from"))?;
                     let t = self.duration(to, &sub("to"))?;
                     let s = self.duration(step, &sub("step"))?;
@@ -303,5 +308,15 @@ impl Reader<'_> {
                 .collect(),
             _ => Ok(vec![one(node, key)?]),
         }
+    }
+}
+
+/// A string that is a duration with a unit (`"5ms"`, not `"5"` or `"0.5"`).
+fn has_unit(n: &Node) -> bool {
+    match &n.kind {
+        Kind::Str(s) => {
+            s.trim().ends_with(|c: char| c.is_alphabetic()) && Duration::parse(s).is_ok()
+        }
+        _ => false,
     }
 }

@@ -2,9 +2,10 @@
 //! utilisation, periods and placement.
 
 use super::Reader;
+use crate::error::SpecError;
 use crate::generator::{Horizon, PeriodDist, Placement, Scalar, Setting, TaskSet};
-use crate::tree::{Kind, Node, SpecError};
 use crate::value::Decimal;
+use hsched_scenario::tree::{Kind, Node};
 
 impl Reader<'_> {
     pub(super) fn taskset(&self, node: &Node, has_base: bool) -> Result<TaskSet, SpecError> {
@@ -134,7 +135,8 @@ impl Reader<'_> {
             }
             n.entries()
                 .iter()
-                .map(|(name, v)| {
+                .map(|e| {
+                    let (name, v) = (&e.key, &e.value);
                     let kk = format!("{key}.{name}");
                     let s = match &v.kind {
                         Kind::Str(s) => Scalar::Text(s.clone()),
