@@ -1053,28 +1053,24 @@ impl Scheduler for Dbs {
                 self.runnable
             ));
         }
-        for (vp, run) in self.running.iter() {
-            let Some(c) = self.children.get(run.child()) else {
-                return Err(format!(
-                    "{vp} runs {}, which is not registered",
-                    run.child()
-                ));
-            };
-            if c.state != State::Running(vp) {
-                return Err(format!(
-                    "{vp} runs {}, which is not running there",
-                    run.child()
-                ));
-            }
-            if !run.preempting() && queued(run.rank()) != c.prio() {
-                return Err(format!(
-                    "{} runs on {vp} under {:?} but should under {:?}",
-                    run.child(),
-                    run.rank(),
-                    c.prio()
-                ));
-            }
-        }
+        self.running.check_runs(
+            |id| self.children.get(id),
+            |c| match c.state {
+                State::Running(vp) => Some(vp),
+                _ => None,
+            },
+            |vp, run, c| {
+                if !run.preempting() && queued(run.rank()) != c.prio() {
+                    return Err(format!(
+                        "{} runs on {vp} under {:?} but should under {:?}",
+                        run.child(),
+                        run.rank(),
+                        c.prio()
+                    ));
+                }
+                Ok(())
+            },
+        )?;
         self.running.check_invariants()
     }
 }

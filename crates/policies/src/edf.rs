@@ -64,12 +64,12 @@
 //! first wake-up under this scheduler: a thread moved in mid-job starts its
 //! grid there. Decisions cost O(log n).
 
-use crate::preempt::{Better, Place, RunningSlots};
+use crate::preempt::Better;
+use crate::ranked::{Place, RankedQueue};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Scheduler, Value,
 };
-use std::collections::BTreeMap;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "edf",
@@ -183,10 +183,8 @@ impl Child {
 pub struct Edf {
     default_relative: Duration,
     children: ChildMap<Child>,
-    queue: BTreeMap<Key, ChildId>,
-    running: RunningSlots<Key>,
+    ready: RankedQueue<Key>,
     next_seq: u64,
-    runnable: u32,
 }
 
 impl Edf {
@@ -196,10 +194,8 @@ impl Edf {
         Edf {
             default_relative: default_relative.max(Duration(1)),
             children: ChildMap::new(),
-            queue: BTreeMap::new(),
-            running: RunningSlots::new(Better::Lower),
+            ready: RankedQueue::new(Better::Lower),
             next_seq: 0,
-            runnable: 0,
         }
     }
 
@@ -244,17 +240,15 @@ impl Edf {
 
     fn enqueue(&mut self, child: ChildId) {
         let c = &mut self.children[child];
-        c.state = Place::Waiting;
-        self.queue.insert(c.key(), child);
+        self.ready.enqueue(child, c.key(), &mut c.state);
     }
 
     /// Whatever ran on `vp` stopped; a child still runnable waits again, in
     /// its next job if the one it ran is complete.
     fn stop(&mut self, vp: ParentVp, now: Instant) {
-        let Some(run) = self.running.clear(vp) else {
+        let Some(child) = self.ready.stop(vp) else {
             return;
         };
-        let child = run.child();
         if self.children[child].state != Place::Running(vp) {
             return;
         }
@@ -262,19 +256,10 @@ impl Edf {
         self.enqueue(child);
     }
 
-    fn forget_runnable(&mut self, child: ChildId) {
-        let c = self.children[child];
-        match c.state {
-            Place::Idle => return,
-            Place::Waiting => {
-                self.queue.remove(&c.key());
-            }
-            Place::Running(vp) => {
-                self.running.clear(vp);
-            }
-        }
-        self.children[child].state = Place::Idle;
-        self.runnable -= 1;
+    /// `child` stopped being runnable (if it was).
+    fn forget_runnable(&mut self, cx: &mut Cx, child: ChildId) {
+        let c = &mut self.children[child];
+        self.ready.forget(cx, c.key(), &mut c.state);
     }
 
     /// The horizon of a run of `child` from `now`: where its job's `wcet`
@@ -290,11 +275,6 @@ impl Edf {
         } else {
             c.release_of(c.job + 1)
         }
-    }
-
-    fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        self.running
-            .preempt_if_needed(cx, self.queue.keys().copied());
     }
 }
 
@@ -331,14 +311,10 @@ impl Scheduler for Edf {
     }
 
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        let Some(c) = self.children.get(child) else {
-            return;
-        };
-        if c.state != Place::Idle {
-            self.forget_runnable(child);
-            cx.want_cpus(self.runnable);
+        if self.children.contains(child) {
+            self.forget_runnable(cx, child);
+            self.children.remove(child);
         }
-        self.children.remove(child);
     }
 
     /// A waking child starts a job (or resumes the one it blocked in), waits
@@ -367,17 +343,12 @@ impl Scheduler for Edf {
                 }
             }
         }
-        self.enqueue(child);
-        self.runnable += 1;
-        cx.want_cpus(self.runnable);
-        self.preempt_if_needed(cx);
+        let c = &mut self.children[child];
+        self.ready.wake(cx, child, c.key(), &mut c.state);
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if self.children[child].state != Place::Idle {
-            self.forget_runnable(child);
-            cx.want_cpus(self.runnable);
-        }
+        self.forget_runnable(cx, child);
     }
 
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
@@ -387,7 +358,7 @@ impl Scheduler for Edf {
         // complete while it waited (the next release passed): it competes
         // with its next job's deadline.
         let child = loop {
-            let Some((_, child)) = self.queue.pop_first() else {
+            let Some((_, child)) = self.ready.pop_best() else {
                 return Dispatch::Release;
             };
             if self.complete_by_budget(child, now) {
@@ -396,18 +367,15 @@ impl Scheduler for Edf {
             }
             break child;
         };
-        let c = &mut self.children[child];
-        c.state = Place::Running(vp);
-        let key = c.key();
         let until = self.horizon(child, now);
-        self.running.place(vp, child, key, ());
-        self.preempt_if_needed(cx);
+        let c = &mut self.children[child];
+        self.ready.run(cx, vp, child, c.key(), &mut c.state);
         Dispatch::Run { child, until }
     }
 
     fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
         self.stop(vp, cx.now());
-        self.preempt_if_needed(cx);
+        self.ready.preempt_if_needed(cx);
     }
 
     fn charge(&mut self, _cx: &mut Cx, child: ChildId, ran: Duration) {
@@ -441,8 +409,7 @@ impl Scheduler for Edf {
             }
         }
         let places = self.children.iter().map(|(id, c)| (id, c.state, c.key()));
-        self.running
-            .check_with_queue(&self.queue, places, self.runnable)
+        self.ready.check(places)
     }
 }
 

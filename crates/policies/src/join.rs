@@ -50,6 +50,7 @@
 //! somewhere (or blocks and wakes). No parameters, no messages; O(1) per
 //! callback except `want_cpus` over all VPs.
 
+use crate::sole::SoleChild;
 use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params, ParentVp,
     PolicyInfo, Reject, Scheduler, TimerKey, Value,
@@ -141,11 +142,8 @@ impl Overrun {
 /// The join scheduler. See the module documentation.
 #[derive(Debug, Default)]
 pub struct Join {
-    child: Option<ChildId>,
-    /// The child wants a CPU.
-    runnable: bool,
-    /// The VP the child runs on.
-    running_on: Option<ParentVp>,
+    /// The child, and the VP it runs on.
+    child: SoleChild<ParentVp>,
     /// Overrun mode, if on.
     overrun: Option<Overrun>,
 }
@@ -189,7 +187,7 @@ impl Join {
 
     /// Asks the parents the child may use now; lets the others go.
     fn ask(&self, cx: &mut Cx) {
-        if !self.runnable {
+        if !self.child.runnable() {
             cx.want_cpus(0);
             return;
         }
@@ -205,11 +203,7 @@ impl Join {
 
     /// The VP the child runs on, if it runs.
     pub fn running_on(&self) -> Option<ParentVp> {
-        self.running_on
-    }
-
-    fn is_our_child(&self, child: ChildId) -> bool {
-        self.child == Some(child)
+        self.child.run()
     }
 
     /// Overrun mode: the window changes with time; the budget runs out.
@@ -231,14 +225,7 @@ impl Scheduler for Join {
     }
 
     fn register_vp(&mut self, cx: &mut Cx, child: ChildId, _params: &Params) -> Result<(), Reject> {
-        if let Some(existing) = self.child {
-            return Err(Reject(format!(
-                "join schedules exactly one child and already has {existing}"
-            )));
-        }
-        self.child = Some(child);
-        self.runnable = false;
-        self.running_on = None;
+        self.child.register("join", child)?;
         if let Some(o) = &mut self.overrun {
             o.advance(cx.now());
         }
@@ -246,24 +233,14 @@ impl Scheduler for Join {
     }
 
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) {
-            return;
-        }
-        let was_runnable = self.runnable;
-        self.child = None;
-        self.runnable = false;
-        self.running_on = None;
-        if was_runnable {
-            cx.want_cpus(0);
-        }
+        self.child.unregister(cx, child);
     }
 
     /// Ask every parent: whichever grants first runs the child.
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) || self.runnable {
+        if !self.child.request(child) {
             return;
         }
-        self.runnable = true;
         let now = cx.now();
         if let Some(o) = &mut self.overrun {
             // As res's CBS rule: at most the budget's share of the rest.
@@ -287,7 +264,7 @@ impl Scheduler for Join {
 
     /// Overrun mode: what the first parent gave counts against the budget.
     fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
-        if !self.is_our_child(child) || self.running_on != Some(ParentVp(0)) {
+        if !self.child.is(child) || self.child.run() != Some(ParentVp(0)) {
             return;
         }
         let now = cx.now();
@@ -315,22 +292,18 @@ impl Scheduler for Join {
     /// Nothing to run any more: stop asking everywhere. The VP the child ran
     /// on is re-decided next and handed back by `vp_grant`.
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) || !self.runnable {
-            return;
-        }
-        self.runnable = false;
-        self.running_on = None;
-        cx.want_cpus(0);
+        self.child.release(cx, child);
     }
 
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
-        if self.running_on == Some(vp) {
-            self.running_on = None; // the decision on this VP ended
+        if self.child.run() == Some(vp) {
+            self.child.stop(); // the decision on this VP ended
         }
         self.advance(cx);
-        match self.child {
-            Some(child) if self.runnable && self.running_on.is_none() && self.may_use(vp) => {
-                self.running_on = Some(vp);
+        let free = self.child.runnable() && self.child.run().is_none();
+        match self.child.id() {
+            Some(child) if free && self.may_use(vp) => {
+                self.child.start(vp);
                 // No horizon of our own: the parent that granted bounds it.
                 Dispatch::Run {
                     child,
@@ -348,23 +321,16 @@ impl Scheduler for Join {
     /// ask every parent again, including those whose grants were declined
     /// while it ran (their VPs went idle).
     fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
-        if self.running_on == Some(vp) {
-            self.running_on = None;
-            if self.runnable {
+        if self.child.run() == Some(vp) {
+            self.child.stop();
+            if self.child.runnable() {
                 self.ask(cx);
             }
         }
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        if self.runnable && self.child.is_none() {
-            return Err("runnable without a child".into());
-        }
-        if let Some(vp) = self.running_on {
-            if !self.runnable {
-                return Err(format!("the child runs on {vp} but does not want a CPU"));
-            }
-        }
+        self.child.check(|&vp| vp)?;
         if let Some(o) = &self.overrun {
             if o.left > o.budget {
                 return Err(format!(

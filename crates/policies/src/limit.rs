@@ -34,6 +34,7 @@
 //! so what the child gets below `x` depends on the parent's guarantee. The
 //! period alignment is fixed at creation. O(1) per callback.
 
+use crate::sole::SoleChild;
 use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params, ParentVp,
     PolicyInfo, Reject, Scheduler, TimerKey,
@@ -104,9 +105,8 @@ pub struct Limit {
     /// from an overrun (tick) in the previous one. May exceed `budget` only
     /// by such an overrun.
     used: Duration,
-    child: Option<ChildId>,
-    runnable: bool,
-    running: Option<Run>,
+    /// The child, and its run.
+    child: SoleChild<Run>,
 }
 
 impl Limit {
@@ -127,9 +127,7 @@ impl Limit {
             origin: Instant::ZERO,
             period_start: Instant::ZERO,
             used: Duration::ZERO,
-            child: None,
-            runnable: false,
-            running: None,
+            child: SoleChild::default(),
         })
     }
 
@@ -168,10 +166,6 @@ impl Limit {
         cx.want_cpus(0);
         cx.set_timer(PERIOD_TIMER, self.next_boundary());
     }
-
-    fn is_our_child(&self, child: ChildId) -> bool {
-        self.child == Some(child)
-    }
 }
 
 impl Scheduler for Limit {
@@ -192,37 +186,19 @@ impl Scheduler for Limit {
         child: ChildId,
         _params: &Params,
     ) -> Result<(), Reject> {
-        if let Some(existing) = self.child {
-            return Err(Reject(format!(
-                "limit schedules exactly one child and already has {existing}"
-            )));
-        }
-        self.child = Some(child);
-        self.runnable = false;
-        self.running = None;
-        Ok(())
+        self.child.register("limit", child)
     }
 
     /// The budget stays with the instance: a child that leaves and comes
     /// back (or a new child) cannot get more than `budget` in one period.
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) {
-            return;
-        }
-        let was_runnable = self.runnable;
-        self.child = None;
-        self.runnable = false;
-        self.running = None;
-        if was_runnable {
-            cx.want_cpus(0);
-        }
+        self.child.unregister(cx, child);
     }
 
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) || self.runnable {
+        if !self.child.request(child) {
             return;
         }
-        self.runnable = true;
         self.roll(cx.now());
         if self.remaining().is_zero() {
             self.wait_for_next_period(cx);
@@ -232,25 +208,20 @@ impl Scheduler for Limit {
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) || !self.runnable {
-            return;
-        }
-        self.runnable = false;
-        self.running = None;
-        cx.want_cpus(0);
+        self.child.release(cx, child);
     }
 
     /// Runs the child for at most the budget left in this period; with none
     /// left, hands the CPU back until the next period.
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         let now = cx.now();
-        if self.running.is_some_and(|r| r.vp == vp) {
-            self.running = None;
+        if self.child.run().is_some_and(|r| r.vp == vp) {
+            self.child.stop();
         }
-        let Some(child) = self.child else {
+        let Some(child) = self.child.id() else {
             return Dispatch::Release;
         };
-        if !self.runnable || self.running.is_some() {
+        if !self.child.runnable() || self.child.run().is_some() {
             // (Not rolling the period here while the child runs elsewhere
             // keeps its segment's charge in the period it started in.)
             return Dispatch::Release;
@@ -262,7 +233,7 @@ impl Scheduler for Limit {
             return Dispatch::Release;
         }
         let until = now.saturating_add(remaining);
-        self.running = Some(Run {
+        self.child.start(Run {
             vp,
             used_at_start: self.used,
             start: now,
@@ -274,11 +245,11 @@ impl Scheduler for Limit {
     /// The parent took the CPU back; the VP stays requesting, which is right
     /// unless the budget is gone meanwhile.
     fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
-        if self.running.is_some_and(|r| r.vp == vp) {
-            self.running = None;
+        if self.child.run().is_some_and(|r| r.vp == vp) {
+            self.child.stop();
         }
         self.roll(cx.now());
-        if self.runnable && self.running.is_none() && self.remaining().is_zero() {
+        if self.child.runnable() && self.child.run().is_none() && self.remaining().is_zero() {
             self.wait_for_next_period(cx);
         }
     }
@@ -287,7 +258,7 @@ impl Scheduler for Limit {
     /// in: the part before the current period's end to this period, the
     /// rest to the period that contains `now`.
     fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
-        if !self.is_our_child(child) {
+        if !self.child.is(child) {
             return;
         }
         let now = cx.now();
@@ -307,11 +278,11 @@ impl Scheduler for Limit {
 
     /// A period boundary: fresh budget. Ask for a CPU if the child waits.
     fn timer(&mut self, cx: &mut Cx, key: TimerKey) {
-        if key != PERIOD_TIMER || self.running.is_some() {
+        if key != PERIOD_TIMER || self.child.run().is_some() {
             return;
         }
         self.roll(cx.now());
-        if self.runnable && self.running.is_none() {
+        if self.child.runnable() && self.child.run().is_none() {
             if self.remaining().is_zero() {
                 // A debt from an overrun ate this period's budget too.
                 self.wait_for_next_period(cx);
@@ -336,16 +307,8 @@ impl Scheduler for Limit {
                 self.period_start, self.origin, self.period
             ));
         }
-        if self.runnable && self.child.is_none() {
-            return Err("runnable without a child".into());
-        }
-        if let Some(run) = self.running {
-            if !self.runnable {
-                return Err(format!(
-                    "the child runs on {} but does not want a CPU",
-                    run.vp
-                ));
-            }
+        self.child.check(|run| run.vp)?;
+        if let Some(run) = self.child.run() {
             // The decision itself never plans past the budget.
             let within = match run
                 .used_at_start

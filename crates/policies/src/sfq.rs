@@ -523,28 +523,24 @@ impl Scheduler for Sfq {
                 return Err(format!("{child} is runnable but not in the start set"));
             }
         }
-        for (vp, run) in self.running.iter() {
-            let Some(c) = self.children.get(run.child()) else {
-                return Err(format!(
-                    "{vp} runs {}, which is not registered",
-                    run.child()
-                ));
-            };
-            if c.state != State::Running(vp) {
-                return Err(format!(
-                    "{vp} runs {}, which is not running there",
-                    run.child()
-                ));
-            }
-            if !run.preempting() && run.rank() != c.eff() {
-                return Err(format!(
-                    "{} runs on {vp} ranked {} but its effective tag is {}",
-                    run.child(),
-                    run.rank(),
-                    c.eff()
-                ));
-            }
-        }
+        self.running.check_runs(
+            |id| self.children.get(id),
+            |c| match c.state {
+                State::Running(vp) => Some(vp),
+                _ => None,
+            },
+            |vp, run, c| {
+                if !run.preempting() && run.rank() != c.eff() {
+                    return Err(format!(
+                        "{} runs on {vp} ranked {} but its effective tag is {}",
+                        run.child(),
+                        run.rank(),
+                        c.eff()
+                    ));
+                }
+                Ok(())
+            },
+        )?;
         if waiting != self.ready.len()
             || runnable != self.runnable
             || runnable as usize != self.starts.len()
