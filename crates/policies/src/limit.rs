@@ -332,7 +332,7 @@ impl Scheduler for Limit {
 mod tests {
     use super::*;
 
-    use crate::testkit::{strategy, Harness, Parent, Segment, Step};
+    use crate::testkit::{strategy, usage_per_period, Harness, Parent, Step};
 
     use proptest::prelude::*;
 
@@ -342,28 +342,6 @@ mod tests {
 
     fn at(n: u64) -> Instant {
         Instant(ms(n).as_nanos())
-    }
-
-    /// CPU time per period `[origin + k*period, ...)` from the segments.
-    fn usage_per_period(segments: &[Segment], origin: Instant, period: Duration) -> Vec<u64> {
-        let p = period.as_nanos();
-        let mut usage: Vec<u64> = Vec::new();
-        for s in segments {
-            let (mut t, end) = (
-                s.start.as_nanos() - origin.as_nanos(),
-                s.end.as_nanos() - origin.as_nanos(),
-            );
-            while t < end {
-                let k = (t / p) as usize;
-                let stop = end.min((k as u64 + 1) * p);
-                if usage.len() <= k {
-                    usage.resize(k + 1, 0);
-                }
-                usage[k] += stop - t;
-                t = stop;
-            }
-        }
-        usage
     }
 
     proptest! {

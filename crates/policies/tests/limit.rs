@@ -4,7 +4,7 @@ use hsched_core::{
     ChildId, CpuId, Dispatch, Duration, Effect, Instant, Params, ParentVp, Scheduler, Value,
     VpState,
 };
-use hsched_dispatch::testkit::{Harness, Parent, Segment};
+use hsched_dispatch::testkit::{usage_per_period, Harness, Parent};
 use hsched_policies::limit::{Limit, PERIOD_TIMER};
 
 fn ms(n: u64) -> Duration {
@@ -20,28 +20,6 @@ fn harness(x: u64, y: u64, parent: Parent, start: Instant) -> (Harness<Limit>, C
     let mut h = Harness::new_at(Box::new(limit), 1, parent, start);
     let c = h.register(&Params::new()).unwrap();
     (h, c)
-}
-
-/// CPU time per period `[origin + k*period, ...)` from the segments.
-fn usage_per_period(segments: &[Segment], origin: Instant, period: Duration) -> Vec<u64> {
-    let p = period.as_nanos();
-    let mut usage: Vec<u64> = Vec::new();
-    for s in segments {
-        let (mut t, end) = (
-            s.start.as_nanos() - origin.as_nanos(),
-            s.end.as_nanos() - origin.as_nanos(),
-        );
-        while t < end {
-            let k = (t / p) as usize;
-            let stop = end.min((k as u64 + 1) * p);
-            if usage.len() <= k {
-                usage.resize(k + 1, 0);
-            }
-            usage[k] += stop - t;
-            t = stop;
-        }
-    }
-    usage
 }
 
 #[test]
