@@ -655,6 +655,29 @@ impl<S: Scheduler + ?Sized + 'static> Harness<S> {
     }
 }
 
+/// CPU time per period `[origin + k*period, ...)` from the segments, in
+/// nanoseconds (a budget's or a reservation's test).
+pub fn usage_per_period(segments: &[Segment], origin: Instant, period: Duration) -> Vec<u64> {
+    let p = period.as_nanos();
+    let mut usage: Vec<u64> = Vec::new();
+    for s in segments {
+        let (mut t, end) = (
+            s.start.as_nanos() - origin.as_nanos(),
+            s.end.as_nanos() - origin.as_nanos(),
+        );
+        while t < end {
+            let k = (t / p) as usize;
+            let stop = end.min((k as u64 + 1) * p);
+            if usage.len() <= k {
+                usage.resize(k + 1, 0);
+            }
+            usage[k] += stop - t;
+            t = stop;
+        }
+    }
+    usage
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

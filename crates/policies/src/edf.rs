@@ -64,12 +64,12 @@
 //! first wake-up under this scheduler: a thread moved in mid-job starts its
 //! grid there. Decisions cost O(log n).
 
-use crate::preempt::{Better, Place, RunningSlots};
+use crate::preempt::Better;
+use crate::ranked::{Place, RankedQueue};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Scheduler, Value,
 };
-use std::collections::BTreeMap;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "edf",
@@ -183,10 +183,8 @@ impl Child {
 pub struct Edf {
     default_relative: Duration,
     children: ChildMap<Child>,
-    queue: BTreeMap<Key, ChildId>,
-    running: RunningSlots<Key>,
+    ready: RankedQueue<Key>,
     next_seq: u64,
-    runnable: u32,
 }
 
 impl Edf {
@@ -196,10 +194,8 @@ impl Edf {
         Edf {
             default_relative: default_relative.max(Duration(1)),
             children: ChildMap::new(),
-            queue: BTreeMap::new(),
-            running: RunningSlots::new(Better::Lower),
+            ready: RankedQueue::new(Better::Lower),
             next_seq: 0,
-            runnable: 0,
         }
     }
 
@@ -244,17 +240,15 @@ impl Edf {
 
     fn enqueue(&mut self, child: ChildId) {
         let c = &mut self.children[child];
-        c.state = Place::Waiting;
-        self.queue.insert(c.key(), child);
+        self.ready.enqueue(child, c.key(), &mut c.state);
     }
 
     /// Whatever ran on `vp` stopped; a child still runnable waits again, in
     /// its next job if the one it ran is complete.
     fn stop(&mut self, vp: ParentVp, now: Instant) {
-        let Some(run) = self.running.clear(vp) else {
+        let Some(child) = self.ready.stop(vp) else {
             return;
         };
-        let child = run.child();
         if self.children[child].state != Place::Running(vp) {
             return;
         }
@@ -262,19 +256,10 @@ impl Edf {
         self.enqueue(child);
     }
 
-    fn forget_runnable(&mut self, child: ChildId) {
-        let c = self.children[child];
-        match c.state {
-            Place::Idle => return,
-            Place::Waiting => {
-                self.queue.remove(&c.key());
-            }
-            Place::Running(vp) => {
-                self.running.clear(vp);
-            }
-        }
-        self.children[child].state = Place::Idle;
-        self.runnable -= 1;
+    /// `child` stopped being runnable (if it was).
+    fn forget_runnable(&mut self, cx: &mut Cx, child: ChildId) {
+        let c = &mut self.children[child];
+        self.ready.forget(cx, c.key(), &mut c.state);
     }
 
     /// The horizon of a run of `child` from `now`: where its job's `wcet`
@@ -290,11 +275,6 @@ impl Edf {
         } else {
             c.release_of(c.job + 1)
         }
-    }
-
-    fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        self.running
-            .preempt_if_needed(cx, self.queue.keys().copied());
     }
 }
 
@@ -331,14 +311,10 @@ impl Scheduler for Edf {
     }
 
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        let Some(c) = self.children.get(child) else {
-            return;
-        };
-        if c.state != Place::Idle {
-            self.forget_runnable(child);
-            cx.want_cpus(self.runnable);
+        if self.children.contains(child) {
+            self.forget_runnable(cx, child);
+            self.children.remove(child);
         }
-        self.children.remove(child);
     }
 
     /// A waking child starts a job (or resumes the one it blocked in), waits
@@ -367,17 +343,12 @@ impl Scheduler for Edf {
                 }
             }
         }
-        self.enqueue(child);
-        self.runnable += 1;
-        cx.want_cpus(self.runnable);
-        self.preempt_if_needed(cx);
+        let c = &mut self.children[child];
+        self.ready.wake(cx, child, c.key(), &mut c.state);
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if self.children[child].state != Place::Idle {
-            self.forget_runnable(child);
-            cx.want_cpus(self.runnable);
-        }
+        self.forget_runnable(cx, child);
     }
 
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
@@ -387,7 +358,7 @@ impl Scheduler for Edf {
         // complete while it waited (the next release passed): it competes
         // with its next job's deadline.
         let child = loop {
-            let Some((_, child)) = self.queue.pop_first() else {
+            let Some((_, child)) = self.ready.pop_best() else {
                 return Dispatch::Release;
             };
             if self.complete_by_budget(child, now) {
@@ -396,18 +367,15 @@ impl Scheduler for Edf {
             }
             break child;
         };
-        let c = &mut self.children[child];
-        c.state = Place::Running(vp);
-        let key = c.key();
         let until = self.horizon(child, now);
-        self.running.place(vp, child, key, ());
-        self.preempt_if_needed(cx);
+        let c = &mut self.children[child];
+        self.ready.run(cx, vp, child, c.key(), &mut c.state);
         Dispatch::Run { child, until }
     }
 
     fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
         self.stop(vp, cx.now());
-        self.preempt_if_needed(cx);
+        self.ready.preempt_if_needed(cx);
     }
 
     fn charge(&mut self, _cx: &mut Cx, child: ChildId, ran: Duration) {
@@ -441,24 +409,22 @@ impl Scheduler for Edf {
             }
         }
         let places = self.children.iter().map(|(id, c)| (id, c.state, c.key()));
-        self.running
-            .check_with_queue(&self.queue, places, self.runnable)
+        self.ready.check(places)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::preempt::worst_running_best_waiting;
+
     use crate::testkit::{strategy, Harness, Parent};
-    use hsched_core::Effect;
+
     use proptest::prelude::*;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
-    }
-    fn at(n: u64) -> Instant {
-        Instant::ZERO.saturating_add(ms(n))
     }
 
     fn task(period: u64, deadline: u64, wcet: u64) -> Params {
@@ -470,142 +436,6 @@ mod tests {
 
     fn harness(vps: u32, parent: Parent) -> Harness<Edf> {
         Harness::new(Box::new(Edf::new(ms(10))), vps, parent)
-    }
-
-    #[test]
-    fn earliest_deadline_runs_and_preempts() {
-        let mut h = harness(1, Parent::Root);
-        let long = h.register(&task(100, 100, 0)).unwrap();
-        let short = h.register(&task(10, 10, 0)).unwrap();
-        h.wake(long);
-        assert_eq!(h.running_on(ParentVp(0)), Some(long));
-        h.take_effects();
-        h.advance(ms(1));
-        h.wake(short); // due at 11ms, before 100ms
-        assert!(h.take_effects().contains(&Effect::Revoke(long)));
-        assert_eq!(h.running_on(ParentVp(0)), Some(short));
-        assert_eq!(h.sched().deadline_of(short), Some(at(11)));
-        h.block(short);
-        assert_eq!(h.running_on(ParentVp(0)), Some(long));
-    }
-
-    #[test]
-    fn equal_deadlines_go_to_the_job_ready_first_and_do_not_preempt() {
-        let mut h = harness(1, Parent::Root);
-        let a = h.register(&task(20, 20, 0)).unwrap();
-        let b = h.register(&task(10, 20, 0)).unwrap();
-        h.wake(a);
-        h.take_effects();
-        h.wake(b); // same deadline, 20ms
-        let effects = h.take_effects();
-        assert!(
-            !effects.iter().any(|e| matches!(e, Effect::Revoke(_))),
-            "{effects:?}"
-        );
-        assert_eq!(h.running_on(ParentVp(0)), Some(a));
-    }
-
-    #[test]
-    fn jobs_follow_the_release_grid_from_the_first_wakeup() {
-        let mut h = harness(1, Parent::Root);
-        let c = h.register(&task(10, 8, 0)).unwrap();
-        h.advance_to(at(3));
-        h.wake(c);
-        assert_eq!(h.sched().deadline_of(c), Some(at(11)));
-        h.advance(ms(2));
-        h.block(c); // job 0 done at 5ms
-        h.advance_to(at(13));
-        h.wake(c); // job 1 released at 13ms
-        assert_eq!(h.sched().job_of(c), Some(1));
-        assert_eq!(h.sched().deadline_of(c), Some(at(21)));
-        h.advance(ms(1));
-        h.block(c); // blocks inside job 1 (a mutex) ...
-        h.advance(ms(1));
-        h.wake(c); // ... and resumes it: same deadline
-        assert_eq!(h.sched().job_of(c), Some(1));
-        assert_eq!(h.sched().deadline_of(c), Some(at(21)));
-        h.block(c);
-        h.advance_to(at(43));
-        h.wake(c); // skipped a period: job 4
-        assert_eq!(h.sched().job_of(c), Some(4));
-        assert_eq!(h.sched().deadline_of(c), Some(at(51)));
-    }
-
-    #[test]
-    fn an_overrunning_job_keeps_its_deadline_and_the_next_gets_its_own() {
-        // T = 10, C = 6: job 0 is delayed by a 7ms job due at 9ms, finishes
-        // at 13ms (late), and job 1 (released at 10, due at 20) follows
-        // without a block.
-        let mut h = harness(1, Parent::Root);
-        let c = h.register(&task(10, 10, 6)).unwrap();
-        let other = h.register(&task(100, 9, 0)).unwrap();
-        h.wake(other);
-        h.wake(c);
-        assert_eq!(h.running_on(ParentVp(0)), Some(other));
-        h.advance(ms(7));
-        h.block(other);
-        assert_eq!(h.running_on(ParentVp(0)), Some(c));
-        assert_eq!(h.horizon(ParentVp(0)), Some(at(13)), "the rest of C");
-        h.advance_to(at(12));
-        assert_eq!(h.sched().deadline_of(c), Some(at(10)), "job 0, late");
-        h.advance_to(at(13));
-        assert_eq!(h.sched().job_of(c), Some(1));
-        assert_eq!(h.sched().deadline_of(c), Some(at(20)));
-        assert_eq!(h.running_on(ParentVp(0)), Some(c));
-        assert_eq!(h.horizon(ParentVp(0)), Some(at(19)));
-    }
-
-    #[test]
-    fn a_job_past_its_wcet_before_the_next_release_keeps_its_deadline() {
-        let mut h = harness(1, Parent::Root);
-        let c = h.register(&task(10, 10, 2)).unwrap();
-        h.wake(c);
-        h.advance_to(at(2));
-        // It used its wcet but job 1 is not released: still job 0, until 10ms.
-        assert_eq!(h.sched().job_of(c), Some(0));
-        assert_eq!(h.horizon(ParentVp(0)), Some(at(10)));
-        h.advance_to(at(10));
-        assert_eq!(h.sched().job_of(c), Some(1));
-        assert_eq!(h.sched().deadline_of(c), Some(at(20)));
-    }
-
-    #[test]
-    fn aperiodic_children_take_a_job_per_wakeup() {
-        let mut h = harness(1, Parent::Root);
-        let own = h
-            .register(&Params::new().with("deadline", Value::Duration(ms(3))))
-            .unwrap();
-        let dflt = h.register(&Params::new()).unwrap();
-        h.advance_to(at(5));
-        h.wake(dflt);
-        h.wake(own);
-        assert_eq!(h.sched().deadline_of(dflt), Some(at(15)));
-        assert_eq!(h.sched().deadline_of(own), Some(at(8)));
-        assert_eq!(h.running_on(ParentVp(0)), Some(own));
-    }
-
-    #[test]
-    fn global_edf_preempts_the_latest_deadline() {
-        let mut h = harness(2, Parent::Root);
-        let c: Vec<ChildId> = [50, 30, 10]
-            .iter()
-            .map(|&d| h.register(&task(100, d, 0)).unwrap())
-            .collect();
-        h.wake(c[0]);
-        h.wake(c[1]);
-        h.take_effects();
-        h.wake(c[2]);
-        assert!(h.take_effects().contains(&Effect::Revoke(c[0])));
-        let mut running: Vec<ChildId> = (0..2).filter_map(|v| h.running_on(ParentVp(v))).collect();
-        running.sort();
-        assert_eq!(running, vec![c[1], c[2]]);
-    }
-
-    #[test]
-    fn registry_builds_it_and_refuses_a_zero_deadline() {
-        assert_eq!(crate::build("edf", &Params::new()).unwrap().policy(), "edf");
-        let zero = Params::new().with("deadline", Value::Duration(Duration::ZERO));
-        assert!(crate::build("edf", &zero).is_err());
     }
 
     proptest! {

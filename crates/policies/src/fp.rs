@@ -414,28 +414,24 @@ impl Scheduler for FixedPriority {
                 }
             }
         }
-        for (vp, run) in self.running.iter() {
-            let Some(c) = self.children.get(run.child()) else {
-                return Err(format!(
-                    "{vp} runs {}, which is not registered",
-                    run.child()
-                ));
-            };
-            if c.state != State::Running(vp) {
-                return Err(format!(
-                    "{vp} runs {}, which is not running there",
-                    run.child()
-                ));
-            }
-            if run.rank() != c.rank {
-                return Err(format!(
-                    "{} runs on {vp} ranked {} but has priority {}",
-                    run.child(),
-                    run.rank(),
-                    c.rank
-                ));
-            }
-        }
+        self.running.check_runs(
+            |id| self.children.get(id),
+            |c| match c.state {
+                State::Running(vp) => Some(vp),
+                _ => None,
+            },
+            |vp, run, c| {
+                if run.rank() != c.rank {
+                    return Err(format!(
+                        "{} runs on {vp} ranked {} but has priority {}",
+                        run.child(),
+                        run.rank(),
+                        c.rank
+                    ));
+                }
+                Ok(())
+            },
+        )?;
         if waiting != self.queue.len() || runnable != self.runnable {
             return Err(format!(
                 "queue holds {} / count says {} runnable; states say {waiting} waiting / {runnable} runnable",

@@ -50,6 +50,7 @@
 //! somewhere (or blocks and wakes). No parameters, no messages; O(1) per
 //! callback except `want_cpus` over all VPs.
 
+use crate::sole::SoleChild;
 use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params, ParentVp,
     PolicyInfo, Reject, Scheduler, TimerKey, Value,
@@ -141,11 +142,8 @@ impl Overrun {
 /// The join scheduler. See the module documentation.
 #[derive(Debug, Default)]
 pub struct Join {
-    child: Option<ChildId>,
-    /// The child wants a CPU.
-    runnable: bool,
-    /// The VP the child runs on.
-    running_on: Option<ParentVp>,
+    /// The child, and the VP it runs on.
+    child: SoleChild<ParentVp>,
     /// Overrun mode, if on.
     overrun: Option<Overrun>,
 }
@@ -189,7 +187,7 @@ impl Join {
 
     /// Asks the parents the child may use now; lets the others go.
     fn ask(&self, cx: &mut Cx) {
-        if !self.runnable {
+        if !self.child.runnable() {
             cx.want_cpus(0);
             return;
         }
@@ -205,11 +203,7 @@ impl Join {
 
     /// The VP the child runs on, if it runs.
     pub fn running_on(&self) -> Option<ParentVp> {
-        self.running_on
-    }
-
-    fn is_our_child(&self, child: ChildId) -> bool {
-        self.child == Some(child)
+        self.child.run()
     }
 
     /// Overrun mode: the window changes with time; the budget runs out.
@@ -231,14 +225,7 @@ impl Scheduler for Join {
     }
 
     fn register_vp(&mut self, cx: &mut Cx, child: ChildId, _params: &Params) -> Result<(), Reject> {
-        if let Some(existing) = self.child {
-            return Err(Reject(format!(
-                "join schedules exactly one child and already has {existing}"
-            )));
-        }
-        self.child = Some(child);
-        self.runnable = false;
-        self.running_on = None;
+        self.child.register("join", child)?;
         if let Some(o) = &mut self.overrun {
             o.advance(cx.now());
         }
@@ -246,24 +233,14 @@ impl Scheduler for Join {
     }
 
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) {
-            return;
-        }
-        let was_runnable = self.runnable;
-        self.child = None;
-        self.runnable = false;
-        self.running_on = None;
-        if was_runnable {
-            cx.want_cpus(0);
-        }
+        self.child.unregister(cx, child);
     }
 
     /// Ask every parent: whichever grants first runs the child.
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) || self.runnable {
+        if !self.child.request(child) {
             return;
         }
-        self.runnable = true;
         let now = cx.now();
         if let Some(o) = &mut self.overrun {
             // As res's CBS rule: at most the budget's share of the rest.
@@ -287,7 +264,7 @@ impl Scheduler for Join {
 
     /// Overrun mode: what the first parent gave counts against the budget.
     fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
-        if !self.is_our_child(child) || self.running_on != Some(ParentVp(0)) {
+        if !self.child.is(child) || self.child.run() != Some(ParentVp(0)) {
             return;
         }
         let now = cx.now();
@@ -315,22 +292,18 @@ impl Scheduler for Join {
     /// Nothing to run any more: stop asking everywhere. The VP the child ran
     /// on is re-decided next and handed back by `vp_grant`.
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) || !self.runnable {
-            return;
-        }
-        self.runnable = false;
-        self.running_on = None;
-        cx.want_cpus(0);
+        self.child.release(cx, child);
     }
 
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
-        if self.running_on == Some(vp) {
-            self.running_on = None; // the decision on this VP ended
+        if self.child.run() == Some(vp) {
+            self.child.stop(); // the decision on this VP ended
         }
         self.advance(cx);
-        match self.child {
-            Some(child) if self.runnable && self.running_on.is_none() && self.may_use(vp) => {
-                self.running_on = Some(vp);
+        let free = self.child.runnable() && self.child.run().is_none();
+        match self.child.id() {
+            Some(child) if free && self.may_use(vp) => {
+                self.child.start(vp);
                 // No horizon of our own: the parent that granted bounds it.
                 Dispatch::Run {
                     child,
@@ -348,23 +321,16 @@ impl Scheduler for Join {
     /// ask every parent again, including those whose grants were declined
     /// while it ran (their VPs went idle).
     fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
-        if self.running_on == Some(vp) {
-            self.running_on = None;
-            if self.runnable {
+        if self.child.run() == Some(vp) {
+            self.child.stop();
+            if self.child.runnable() {
                 self.ask(cx);
             }
         }
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        if self.runnable && self.child.is_none() {
-            return Err("runnable without a child".into());
-        }
-        if let Some(vp) = self.running_on {
-            if !self.runnable {
-                return Err(format!("the child runs on {vp} but does not want a CPU"));
-            }
-        }
+        self.child.check(|&vp| vp)?;
         if let Some(o) = &self.overrun {
             if o.left > o.budget {
                 return Err(format!(
@@ -380,117 +346,10 @@ impl Scheduler for Join {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::testkit::{strategy, Harness, Parent};
-    use hsched_core::{Duration, Effect, VpState};
+
     use proptest::prelude::*;
-
-    fn harness(vps: u32, parent: Parent) -> (Harness<Join>, ChildId) {
-        let mut h = Harness::new(Box::new(Join::new()), vps, parent);
-        let c = h.register(&Params::new()).unwrap();
-        (h, c)
-    }
-
-    #[test]
-    fn requests_every_parent_and_runs_on_the_first_grant() {
-        let (mut h, c) = harness(3, Parent::Manual);
-        h.take_effects();
-        h.wake(c);
-        assert_eq!(h.take_effects(), vec![Effect::WantCpus(3)]);
-        for v in 0..3 {
-            assert_eq!(h.vp_state(ParentVp(v)), VpState::Requesting);
-        }
-        h.grant(ParentVp(2));
-        assert_eq!(h.running_on(ParentVp(2)), Some(c));
-        assert_eq!(h.horizon(ParentVp(2)), Some(Instant::NEVER));
-    }
-
-    #[test]
-    fn declines_a_grant_while_the_child_runs_elsewhere() {
-        let (mut h, c) = harness(2, Parent::Manual);
-        h.wake(c);
-        h.grant(ParentVp(0));
-        h.grant(ParentVp(1));
-        let last = h.decisions().last().unwrap();
-        assert_eq!((last.vp, last.dispatch), (ParentVp(1), Dispatch::Release));
-        assert_eq!(h.vp_state(ParentVp(1)), VpState::Idle);
-        assert_eq!(h.running_on(ParentVp(0)), Some(c));
-    }
-
-    #[test]
-    fn asks_again_everywhere_when_its_cpu_is_taken() {
-        let (mut h, c) = harness(2, Parent::Manual);
-        h.wake(c);
-        h.grant(ParentVp(0));
-        h.grant(ParentVp(1)); // declined: VP 1 idles
-        h.revoke(ParentVp(0));
-        assert_eq!(h.vp_state(ParentVp(0)), VpState::Requesting);
-        assert_eq!(h.vp_state(ParentVp(1)), VpState::Requesting);
-        h.grant(ParentVp(1));
-        assert_eq!(h.running_on(ParentVp(1)), Some(c));
-    }
-
-    #[test]
-    fn releases_everything_when_the_child_blocks() {
-        let (mut h, c) = harness(3, Parent::Manual);
-        h.wake(c);
-        h.grant(ParentVp(1));
-        h.advance(Duration::from_millis(2));
-        h.block(c);
-        for v in 0..3 {
-            assert_eq!(h.vp_state(ParentVp(v)), VpState::Idle, "vp{v}");
-        }
-        assert_eq!(h.cpu_time(c), Duration::from_millis(2));
-        assert_eq!(h.decisions().last().unwrap().dispatch, Dispatch::Release);
-    }
-
-    #[test]
-    fn overrun_mode_asks_the_overrun_parent_only_once_the_budget_is_spent() {
-        let ms = Duration::from_millis;
-        let mut h = Harness::new(
-            Box::new(Join::with_overrun(ms(5), ms(33)).unwrap()),
-            2,
-            Parent::Manual,
-        );
-        let c = h.register(&Params::new()).unwrap();
-        h.wake(c);
-        assert_eq!(h.vp_state(ParentVp(0)), VpState::Requesting);
-        assert_eq!(h.vp_state(ParentVp(1)), VpState::Idle, "budget left");
-        h.grant(ParentVp(0));
-        h.advance(ms(3));
-        h.revoke(ParentVp(0)); // preempted with 2ms left: still not overrunning
-        assert_eq!(h.vp_state(ParentVp(1)), VpState::Idle);
-        h.grant(ParentVp(0));
-        h.advance(ms(2));
-        h.revoke(ParentVp(0)); // the budget is spent
-        assert_eq!(h.vp_state(ParentVp(1)), VpState::Requesting);
-        h.grant(ParentVp(1));
-        assert_eq!(h.running_on(ParentVp(1)), Some(c));
-        // The next window gives the budget back: off the overrun parent.
-        h.advance_to(Instant::ZERO + ms(33));
-        assert_eq!(h.running_on(ParentVp(1)), None);
-        assert_eq!(h.vp_state(ParentVp(1)), VpState::Idle);
-        assert_eq!(h.vp_state(ParentVp(0)), VpState::Requesting);
-    }
-
-    #[test]
-    fn overrun_mode_needs_both_numbers() {
-        let ms = Duration::from_millis;
-        assert!(Join::with_overrun(ms(5), Duration::ZERO).is_err());
-        assert!(Join::with_overrun(ms(40), ms(33)).is_err());
-        assert!(Join::with_overrun(Duration::ZERO, Duration::ZERO).is_ok());
-    }
-
-    #[test]
-    fn takes_exactly_one_child() {
-        let (mut h, c) = harness(2, Parent::Manual);
-        let err = h.register(&Params::new()).unwrap_err();
-        assert!(err.0.contains("exactly one child"), "{err}");
-        h.unregister(c);
-        assert!(
-            h.register(&Params::new()).is_ok(),
-            "the place is free again"
-        );
-    }
 
     proptest! {
         #[test]

@@ -52,6 +52,7 @@ pub mod limit;
 pub mod partition;
 pub mod pi;
 pub mod preempt;
+pub mod ranked;
 pub mod rcsp;
 pub mod res;
 pub mod rialto;
@@ -59,6 +60,7 @@ pub mod rm;
 pub mod rr;
 pub mod rtwake;
 pub mod sfq;
+pub mod sole;
 #[cfg(test)]
 mod testkit;
 pub mod ts;

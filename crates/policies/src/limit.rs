@@ -34,6 +34,7 @@
 //! so what the child gets below `x` depends on the parent's guarantee. The
 //! period alignment is fixed at creation. O(1) per callback.
 
+use crate::sole::SoleChild;
 use hsched_core::{
     ChildId, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params, ParentVp,
     PolicyInfo, Reject, Scheduler, TimerKey,
@@ -80,7 +81,7 @@ fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
 }
 
 /// The timer that marks the next period boundary.
-const PERIOD_TIMER: TimerKey = 0;
+pub const PERIOD_TIMER: TimerKey = 0;
 
 /// The running child and the budget arithmetic behind its horizon.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,9 +105,8 @@ pub struct Limit {
     /// from an overrun (tick) in the previous one. May exceed `budget` only
     /// by such an overrun.
     used: Duration,
-    child: Option<ChildId>,
-    runnable: bool,
-    running: Option<Run>,
+    /// The child, and its run.
+    child: SoleChild<Run>,
 }
 
 impl Limit {
@@ -127,9 +127,7 @@ impl Limit {
             origin: Instant::ZERO,
             period_start: Instant::ZERO,
             used: Duration::ZERO,
-            child: None,
-            runnable: false,
-            running: None,
+            child: SoleChild::default(),
         })
     }
 
@@ -168,10 +166,6 @@ impl Limit {
         cx.want_cpus(0);
         cx.set_timer(PERIOD_TIMER, self.next_boundary());
     }
-
-    fn is_our_child(&self, child: ChildId) -> bool {
-        self.child == Some(child)
-    }
 }
 
 impl Scheduler for Limit {
@@ -192,37 +186,19 @@ impl Scheduler for Limit {
         child: ChildId,
         _params: &Params,
     ) -> Result<(), Reject> {
-        if let Some(existing) = self.child {
-            return Err(Reject(format!(
-                "limit schedules exactly one child and already has {existing}"
-            )));
-        }
-        self.child = Some(child);
-        self.runnable = false;
-        self.running = None;
-        Ok(())
+        self.child.register("limit", child)
     }
 
     /// The budget stays with the instance: a child that leaves and comes
     /// back (or a new child) cannot get more than `budget` in one period.
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) {
-            return;
-        }
-        let was_runnable = self.runnable;
-        self.child = None;
-        self.runnable = false;
-        self.running = None;
-        if was_runnable {
-            cx.want_cpus(0);
-        }
+        self.child.unregister(cx, child);
     }
 
     fn vp_request(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) || self.runnable {
+        if !self.child.request(child) {
             return;
         }
-        self.runnable = true;
         self.roll(cx.now());
         if self.remaining().is_zero() {
             self.wait_for_next_period(cx);
@@ -232,25 +208,20 @@ impl Scheduler for Limit {
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if !self.is_our_child(child) || !self.runnable {
-            return;
-        }
-        self.runnable = false;
-        self.running = None;
-        cx.want_cpus(0);
+        self.child.release(cx, child);
     }
 
     /// Runs the child for at most the budget left in this period; with none
     /// left, hands the CPU back until the next period.
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         let now = cx.now();
-        if self.running.is_some_and(|r| r.vp == vp) {
-            self.running = None;
+        if self.child.run().is_some_and(|r| r.vp == vp) {
+            self.child.stop();
         }
-        let Some(child) = self.child else {
+        let Some(child) = self.child.id() else {
             return Dispatch::Release;
         };
-        if !self.runnable || self.running.is_some() {
+        if !self.child.runnable() || self.child.run().is_some() {
             // (Not rolling the period here while the child runs elsewhere
             // keeps its segment's charge in the period it started in.)
             return Dispatch::Release;
@@ -262,7 +233,7 @@ impl Scheduler for Limit {
             return Dispatch::Release;
         }
         let until = now.saturating_add(remaining);
-        self.running = Some(Run {
+        self.child.start(Run {
             vp,
             used_at_start: self.used,
             start: now,
@@ -274,11 +245,11 @@ impl Scheduler for Limit {
     /// The parent took the CPU back; the VP stays requesting, which is right
     /// unless the budget is gone meanwhile.
     fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
-        if self.running.is_some_and(|r| r.vp == vp) {
-            self.running = None;
+        if self.child.run().is_some_and(|r| r.vp == vp) {
+            self.child.stop();
         }
         self.roll(cx.now());
-        if self.runnable && self.running.is_none() && self.remaining().is_zero() {
+        if self.child.runnable() && self.child.run().is_none() && self.remaining().is_zero() {
             self.wait_for_next_period(cx);
         }
     }
@@ -287,7 +258,7 @@ impl Scheduler for Limit {
     /// in: the part before the current period's end to this period, the
     /// rest to the period that contains `now`.
     fn charge(&mut self, cx: &mut Cx, child: ChildId, ran: Duration) {
-        if !self.is_our_child(child) {
+        if !self.child.is(child) {
             return;
         }
         let now = cx.now();
@@ -307,11 +278,11 @@ impl Scheduler for Limit {
 
     /// A period boundary: fresh budget. Ask for a CPU if the child waits.
     fn timer(&mut self, cx: &mut Cx, key: TimerKey) {
-        if key != PERIOD_TIMER || self.running.is_some() {
+        if key != PERIOD_TIMER || self.child.run().is_some() {
             return;
         }
         self.roll(cx.now());
-        if self.runnable && self.running.is_none() {
+        if self.child.runnable() && self.child.run().is_none() {
             if self.remaining().is_zero() {
                 // A debt from an overrun ate this period's budget too.
                 self.wait_for_next_period(cx);
@@ -336,16 +307,8 @@ impl Scheduler for Limit {
                 self.period_start, self.origin, self.period
             ));
         }
-        if self.runnable && self.child.is_none() {
-            return Err("runnable without a child".into());
-        }
-        if let Some(run) = self.running {
-            if !self.runnable {
-                return Err(format!(
-                    "the child runs on {} but does not want a CPU",
-                    run.vp
-                ));
-            }
+        self.child.check(|run| run.vp)?;
+        if let Some(run) = self.child.run() {
             // The decision itself never plans past the budget.
             let within = match run
                 .used_at_start
@@ -368,8 +331,9 @@ impl Scheduler for Limit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testkit::{strategy, Harness, Parent, Segment, Step};
-    use hsched_core::{Effect, Value, VpState};
+
+    use crate::testkit::{strategy, usage_per_period, Harness, Parent, Step};
+
     use proptest::prelude::*;
 
     fn ms(n: u64) -> Duration {
@@ -378,199 +342,6 @@ mod tests {
 
     fn at(n: u64) -> Instant {
         Instant(ms(n).as_nanos())
-    }
-
-    fn harness(x: u64, y: u64, parent: Parent, start: Instant) -> (Harness<Limit>, ChildId) {
-        let limit = Limit::new(ms(x), ms(y)).unwrap();
-        let mut h = Harness::new_at(Box::new(limit), 1, parent, start);
-        let c = h.register(&Params::new()).unwrap();
-        (h, c)
-    }
-
-    /// CPU time per period `[origin + k*period, ...)` from the segments.
-    fn usage_per_period(segments: &[Segment], origin: Instant, period: Duration) -> Vec<u64> {
-        let p = period.as_nanos();
-        let mut usage: Vec<u64> = Vec::new();
-        for s in segments {
-            let (mut t, end) = (
-                s.start.as_nanos() - origin.as_nanos(),
-                s.end.as_nanos() - origin.as_nanos(),
-            );
-            while t < end {
-                let k = (t / p) as usize;
-                let stop = end.min((k as u64 + 1) * p);
-                if usage.len() <= k {
-                    usage.resize(k + 1, 0);
-                }
-                usage[k] += stop - t;
-                t = stop;
-            }
-        }
-        usage
-    }
-
-    #[test]
-    fn cpu_bound_child_gets_exactly_the_budget_every_period() {
-        let (mut h, c) = harness(3, 10, Parent::Eager, Instant::ZERO);
-        h.wake(c);
-        assert_eq!(h.horizon(ParentVp(0)), Some(at(3)));
-        h.advance_to(at(3));
-        assert_eq!(
-            h.vp_state(ParentVp(0)),
-            VpState::Idle,
-            "budget spent: CPU released"
-        );
-        assert_eq!(h.timer(PERIOD_TIMER), Some(at(10)));
-        h.advance_to(at(10));
-        assert_eq!(
-            h.running_on(ParentVp(0)),
-            Some(c),
-            "re-requested at the boundary"
-        );
-        h.advance_to(at(1_000));
-        let usage = usage_per_period(h.segments(), Instant::ZERO, ms(10));
-        assert_eq!(usage.len(), 100);
-        assert!(usage.iter().all(|&u| u == ms(3).as_nanos()), "{usage:?}");
-    }
-
-    #[test]
-    fn periods_are_aligned_to_creation() {
-        let start = at(7);
-        let (mut h, c) = harness(2, 10, Parent::Eager, start);
-        h.advance_to(at(15));
-        h.wake(c);
-        assert_eq!(h.horizon(ParentVp(0)), Some(at(17)));
-        h.advance_to(at(17));
-        // 17 starts a new period: fresh budget at once.
-        assert_eq!(h.horizon(ParentVp(0)), Some(at(19)));
-        h.advance_to(at(19));
-        assert_eq!(h.timer(PERIOD_TIMER), Some(at(27)), "boundaries at 7 + 10k");
-        h.advance_to(at(27));
-        assert_eq!(h.running_on(ParentVp(0)), Some(c));
-        assert_eq!(h.sched().period_start(), at(27));
-    }
-
-    #[test]
-    fn segment_across_a_boundary_is_split() {
-        let (mut h, c) = harness(4, 10, Parent::Eager, Instant::ZERO);
-        h.advance_to(at(8));
-        h.wake(c); // 4ms left: runs until 12, 2ms in each period
-        assert_eq!(h.horizon(ParentVp(0)), Some(at(12)));
-        h.advance_to(at(12));
-        assert_eq!(h.sched().remaining(), ms(2));
-        assert_eq!(h.horizon(ParentVp(0)), Some(at(14)));
-        h.advance_to(at(14));
-        assert_eq!(h.running_on(ParentVp(0)), None);
-        assert_eq!(h.timer(PERIOD_TIMER), Some(at(20)));
-    }
-
-    #[test]
-    fn waking_with_no_budget_waits_for_the_boundary() {
-        let (mut h, c) = harness(2, 10, Parent::Manual, Instant::ZERO);
-        h.wake(c);
-        h.grant(ParentVp(0));
-        h.advance_to(at(1));
-        h.block(c);
-        h.wake(c);
-        h.grant(ParentVp(0));
-        h.advance_to(at(2)); // budget spent at 2
-        h.block(c);
-        h.take_effects();
-        h.wake(c);
-        assert_eq!(
-            h.take_effects(),
-            vec![
-                Effect::WantCpus(0),
-                Effect::SetTimer {
-                    key: PERIOD_TIMER,
-                    at: at(10)
-                }
-            ]
-        );
-        assert_eq!(h.vp_state(ParentVp(0)), VpState::Idle);
-        h.advance_to(at(10));
-        assert_eq!(h.vp_state(ParentVp(0)), VpState::Requesting);
-    }
-
-    #[test]
-    fn revoked_after_the_budget_is_spent_stops_asking() {
-        let (mut h, c) = harness(2, 10, Parent::Manual, Instant::ZERO);
-        h.wake(c);
-        h.grant(ParentVp(0));
-        // The parent takes the CPU exactly when the budget runs out, before
-        // the horizon is handled.
-        h.advance_to(at(2) - Duration(1));
-        h.revoke(ParentVp(0));
-        assert_eq!(h.vp_state(ParentVp(0)), VpState::Requesting, "1ns left");
-        h.grant(ParentVp(0));
-        h.advance_to(at(2));
-        assert_eq!(h.vp_state(ParentVp(0)), VpState::Idle);
-        assert_eq!(h.cpu_time(c), ms(2));
-    }
-
-    #[test]
-    fn rejects_budget_beyond_period_and_a_second_child() {
-        let params = Params::new()
-            .with("budget", Value::Duration(ms(20)))
-            .with("period", Value::Duration(ms(10)));
-        let Err(err) = crate::build("limit", &params) else {
-            panic!("budget > period accepted");
-        };
-        assert!(err.contains("budget") && err.contains("period"), "{err}");
-        let Err(err) = crate::build("limit", &Params::new()) else {
-            panic!("missing parameters accepted");
-        };
-        assert!(err.contains("missing parameter"), "{err}");
-        let ok = Params::new()
-            .with("budget", Value::Str("10ms".into()))
-            .with("period", Value::Str("10ms".into()));
-        assert!(
-            crate::build("limit", &ok).is_ok(),
-            "budget == period is allowed"
-        );
-        let (mut h, _) = harness(1, 2, Parent::Manual, Instant::ZERO);
-        assert!(h.register(&Params::new()).is_err());
-    }
-
-    /// With a tick the dispatcher ends a segment at the first tick after its
-    /// horizon; the overrun is taken from the next period.
-    #[test]
-    fn an_overrun_is_a_debt_on_the_next_period() {
-        use crate::testkit::Host;
-        let mut limit = Limit::new(ms(2), ms(10)).unwrap();
-        let mut host = Host::new(1);
-        host.tick = Some(ms(3));
-        host.call(&mut limit, |s, cx| s.init(cx));
-        let c = ChildId(0);
-        host.call(&mut limit, |s, cx| {
-            s.register_vp(cx, c, &Params::new()).unwrap()
-        });
-        host.call(&mut limit, |s, cx| s.vp_request(cx, c));
-        host.vps[0] = VpState::Held(CpuId(0));
-        let (d, _) = host.call(&mut limit, |s, cx| s.vp_grant(cx, ParentVp(0), CpuId(0)));
-        assert_eq!(
-            d,
-            Dispatch::Run {
-                child: c,
-                until: at(2)
-            }
-        );
-        host.now = at(3); // the tick after the horizon
-        host.call(&mut limit, |s, cx| s.charge(cx, c, ms(3)));
-        let (d, effects) = host.call(&mut limit, |s, cx| s.vp_grant(cx, ParentVp(0), CpuId(0)));
-        assert_eq!(d, Dispatch::Release);
-        assert!(effects.contains(&Effect::SetTimer {
-            key: PERIOD_TIMER,
-            at: at(10)
-        }));
-        host.now = at(10);
-        host.call(&mut limit, |s, cx| s.timer(cx, PERIOD_TIMER));
-        assert_eq!(
-            limit.remaining(),
-            ms(1),
-            "1ms of overrun paid from this period"
-        );
-        assert!(limit.check_invariants().is_ok());
     }
 
     proptest! {

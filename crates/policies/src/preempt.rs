@@ -22,7 +22,7 @@
 //! running child (the common case) and O(vps) when it scans for spare CPUs.
 
 use hsched_core::{ChildId, Cx, ParentVp, VpState};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 /// Which ranks run first: the policy's order of its children.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -221,6 +221,31 @@ impl<K: Ord + Copy, S> RunningSlots<K, S> {
         }
     }
 
+    /// Every run is of a registered child whose own state says it runs on
+    /// that VP, and passes the policy's `check` of it (its rank, say).
+    /// `child(id)` finds a registered child; `runs_on` reads where its
+    /// state says it runs.
+    pub fn check_runs<'c, C: 'c>(
+        &self,
+        child: impl Fn(ChildId) -> Option<&'c C>,
+        runs_on: impl Fn(&C) -> Option<ParentVp>,
+        check: impl Fn(ParentVp, &Running<K, S>, &C) -> Result<(), String>,
+    ) -> Result<(), String> {
+        for (vp, run) in self.iter() {
+            let Some(c) = child(run.child) else {
+                return Err(format!("{vp} runs {}, which is not registered", run.child));
+            };
+            if runs_on(c) != Some(vp) {
+                return Err(format!(
+                    "{vp} runs {}, which is not running there",
+                    run.child
+                ));
+            }
+            check(vp, run, c)?;
+        }
+        Ok(())
+    }
+
     /// The bookkeeping is consistent: every run not being preempted is a
     /// candidate under its rank, and the counts agree with the slots.
     pub fn check_invariants(&self) -> Result<(), String>
@@ -249,84 +274,6 @@ impl<K: Ord + Copy, S> RunningSlots<K, S> {
             ));
         }
         Ok(())
-    }
-}
-
-/// Where a child stands in a policy that keeps its waiting children in one
-/// queue ordered by their rank (`edf`, `rm`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Place {
-    Idle,
-    Waiting,
-    Running(ParentVp),
-}
-
-impl<K: Ord + Copy + std::fmt::Debug> RunningSlots<K> {
-    /// For such a policy: its queue, these slots, its count of runnable
-    /// children and the children's own places (with their ranks) agree.
-    /// Every queue entry is a waiting child under its rank and every
-    /// waiting child is queued; every running child holds its VP with its
-    /// rank and every VP's child runs there; the count is the waiting plus
-    /// the running. Then the slots' own bookkeeping.
-    pub fn check_with_queue(
-        &self,
-        queue: &BTreeMap<K, ChildId>,
-        children: impl IntoIterator<Item = (ChildId, Place, K)>,
-        runnable: u32,
-    ) -> Result<(), String> {
-        let places: BTreeMap<ChildId, (Place, K)> = children
-            .into_iter()
-            .map(|(child, place, rank)| (child, (place, rank)))
-            .collect();
-        for (key, &child) in queue {
-            match places.get(&child) {
-                Some(&(Place::Waiting, rank)) if rank == *key => {}
-                other => {
-                    return Err(format!(
-                        "queue entry {key:?} -> {child} does not match {other:?}"
-                    ))
-                }
-            }
-        }
-        let (mut waiting, mut counted) = (0, 0);
-        for (&child, &(place, rank)) in &places {
-            match place {
-                Place::Idle => {}
-                Place::Waiting => {
-                    waiting += 1;
-                    counted += 1;
-                    if queue.get(&rank) != Some(&child) {
-                        return Err(format!("{child} waits but is not queued"));
-                    }
-                }
-                Place::Running(vp) => {
-                    counted += 1;
-                    match self.get(vp) {
-                        Some(run) if run.child() == child && run.rank() == rank => {}
-                        other => {
-                            return Err(format!(
-                                "{child} runs on {vp} with key {rank:?} but {vp} holds {other:?}"
-                            ))
-                        }
-                    }
-                }
-            }
-        }
-        for (vp, run) in self.iter() {
-            if places.get(&run.child()).map(|p| p.0) != Some(Place::Running(vp)) {
-                return Err(format!(
-                    "{vp} runs {}, which is not running there",
-                    run.child()
-                ));
-            }
-        }
-        if waiting != queue.len() || counted != runnable {
-            return Err(format!(
-                "queue holds {} / count says {runnable} runnable; states say {waiting} waiting / {counted} runnable",
-                queue.len()
-            ));
-        }
-        self.check_invariants()
     }
 }
 

@@ -43,12 +43,12 @@
 //! RM, with its known analysis limits. Decisions cost O(log n).
 
 use crate::pi::Lending;
-use crate::preempt::{Better, Place, RunningSlots};
+use crate::preempt::Better;
+use crate::ranked::{Place, RankedQueue};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Scheduler, SyncEvent, Value,
 };
-use std::collections::BTreeMap;
 
 pub const INFO: PolicyInfo = PolicyInfo {
     name: "rm",
@@ -123,10 +123,8 @@ impl Child {
 #[derive(Debug)]
 pub struct RateMonotonic {
     children: ChildMap<Child>,
-    queue: BTreeMap<Key, ChildId>,
-    running: RunningSlots<Key>,
+    ready: RankedQueue<Key>,
     next_seq: u64,
-    runnable: u32,
     lending: Lending<Duration>,
 }
 
@@ -140,10 +138,8 @@ impl RateMonotonic {
     pub fn new() -> Self {
         RateMonotonic {
             children: ChildMap::new(),
-            queue: BTreeMap::new(),
-            running: RunningSlots::new(Better::Lower),
+            ready: RankedQueue::new(Better::Lower),
             next_seq: 0,
-            runnable: 0,
             lending: Lending::new(Duration::cmp),
         }
     }
@@ -159,18 +155,9 @@ impl RateMonotonic {
             if rank == c.rank {
                 continue;
             }
-            if c.state == Place::Waiting {
-                self.queue.remove(&c.key());
-            }
             self.children[child].rank = rank;
             let key = self.children[child].key();
-            match c.state {
-                Place::Idle => {}
-                Place::Waiting => {
-                    self.queue.insert(key, child);
-                }
-                Place::Running(vp) => self.running.rerank(vp, key),
-            }
+            self.ready.rerank(child, c.state, c.key(), key);
         }
     }
 
@@ -179,41 +166,22 @@ impl RateMonotonic {
         self.children.get(child).map(|c| c.rank)
     }
 
-    fn enqueue(&mut self, child: ChildId) {
+    /// `child` stopped being runnable (if it was).
+    fn forget_runnable(&mut self, cx: &mut Cx, child: ChildId) {
         let c = &mut self.children[child];
-        c.state = Place::Waiting;
-        self.queue.insert(c.key(), child);
-    }
-
-    fn forget_runnable(&mut self, child: ChildId) {
-        let c = self.children[child];
-        match c.state {
-            Place::Idle => return,
-            Place::Waiting => {
-                self.queue.remove(&c.key());
-            }
-            Place::Running(vp) => {
-                self.running.clear(vp);
-            }
-        }
-        self.children[child].state = Place::Idle;
-        self.runnable -= 1;
+        self.ready.forget(cx, c.key(), &mut c.state);
     }
 
     /// Whatever ran on `vp` stopped; a child still runnable waits again in
     /// its place (it keeps its activation order).
     fn stop(&mut self, vp: ParentVp) {
-        let Some(run) = self.running.clear(vp) else {
+        let Some(child) = self.ready.stop(vp) else {
             return;
         };
-        if self.children[run.child()].state == Place::Running(vp) {
-            self.enqueue(run.child());
+        let c = &mut self.children[child];
+        if c.state == Place::Running(vp) {
+            self.ready.enqueue(child, c.key(), &mut c.state);
         }
-    }
-
-    fn preempt_if_needed(&mut self, cx: &mut Cx) {
-        self.running
-            .preempt_if_needed(cx, self.queue.keys().copied());
     }
 }
 
@@ -242,19 +210,16 @@ impl Scheduler for RateMonotonic {
     }
 
     fn unregister_vp(&mut self, cx: &mut Cx, child: ChildId) {
-        let Some(c) = self.children.get(child) else {
+        if !self.children.contains(child) {
             return;
-        };
-        if c.state != Place::Idle {
-            self.forget_runnable(child);
-            cx.want_cpus(self.runnable);
         }
+        self.forget_runnable(cx, child);
         self.children.remove(child);
         // Only a holder or waiter of an inheriting mutex changes ranks.
         let changed = self.lending.remove(child);
         if !changed.is_empty() {
             self.rerank(changed);
-            self.preempt_if_needed(cx);
+            self.ready.preempt_if_needed(cx);
         }
     }
 
@@ -262,29 +227,23 @@ impl Scheduler for RateMonotonic {
         if self.children[child].state != Place::Idle {
             return;
         }
-        self.children[child].seq = self.next_seq;
+        let c = &mut self.children[child];
+        c.seq = self.next_seq;
         self.next_seq += 1;
-        self.enqueue(child);
-        self.runnable += 1;
-        cx.want_cpus(self.runnable);
-        self.preempt_if_needed(cx);
+        self.ready.wake(cx, child, c.key(), &mut c.state);
     }
 
     fn vp_release(&mut self, cx: &mut Cx, child: ChildId) {
-        if self.children[child].state != Place::Idle {
-            self.forget_runnable(child);
-            cx.want_cpus(self.runnable);
-        }
+        self.forget_runnable(cx, child);
     }
 
     fn vp_grant(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) -> Dispatch {
         self.stop(vp);
-        let Some((key, child)) = self.queue.pop_first() else {
+        let Some((key, child)) = self.ready.pop_best() else {
             return Dispatch::Release;
         };
-        self.children[child].state = Place::Running(vp);
-        self.running.place(vp, child, key, ());
-        self.preempt_if_needed(cx);
+        self.ready
+            .run(cx, vp, child, key, &mut self.children[child].state);
         Dispatch::Run {
             child,
             until: Instant::NEVER,
@@ -293,7 +252,7 @@ impl Scheduler for RateMonotonic {
 
     fn vp_revoke(&mut self, cx: &mut Cx, vp: ParentVp, _cpu: CpuId) {
         self.stop(vp);
-        self.preempt_if_needed(cx);
+        self.ready.preempt_if_needed(cx);
     }
 
     /// A mutex declared `protocol = "inherit"` changed hands or gained a
@@ -304,7 +263,7 @@ impl Scheduler for RateMonotonic {
         let changed = self.lending.apply(event, |c| children[c].own);
         if !changed.is_empty() {
             self.rerank(changed);
-            self.preempt_if_needed(cx);
+            self.ready.preempt_if_needed(cx);
         }
     }
 
@@ -325,17 +284,18 @@ impl Scheduler for RateMonotonic {
             return Err(format!("{child} ranks with a zero period"));
         }
         let places = self.children.iter().map(|(id, c)| (id, c.state, c.key()));
-        self.running
-            .check_with_queue(&self.queue, places, self.runnable)
+        self.ready.check(places)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use crate::preempt::worst_running_best_waiting;
+
     use crate::testkit::{strategy, Harness, Parent};
-    use hsched_core::Effect;
+
     use proptest::prelude::*;
 
     fn period(ms: u64) -> Params {
@@ -344,50 +304,6 @@ mod tests {
 
     fn harness(vps: u32, parent: Parent) -> Harness<RateMonotonic> {
         Harness::new(Box::new(RateMonotonic::new()), vps, parent)
-    }
-
-    #[test]
-    fn shorter_period_runs_first_and_preempts() {
-        let mut h = harness(1, Parent::Root);
-        let none = h.register(&Params::new()).unwrap();
-        let slow = h.register(&period(100)).unwrap();
-        let fast = h.register(&period(10)).unwrap();
-        h.wake(none);
-        h.take_effects();
-        h.wake(slow);
-        assert!(h.take_effects().contains(&Effect::Revoke(none)));
-        assert_eq!(h.running_on(ParentVp(0)), Some(slow));
-        h.wake(fast);
-        assert_eq!(h.running_on(ParentVp(0)), Some(fast));
-        h.block(fast);
-        assert_eq!(h.running_on(ParentVp(0)), Some(slow));
-        h.block(slow);
-        assert_eq!(h.running_on(ParentVp(0)), Some(none));
-    }
-
-    #[test]
-    fn equal_periods_run_in_activation_order_and_a_preempted_child_keeps_its_place() {
-        let mut h = harness(1, Parent::Root);
-        let a = h.register(&period(20)).unwrap();
-        let b = h.register(&period(20)).unwrap();
-        let top = h.register(&period(5)).unwrap();
-        h.wake(a);
-        h.wake(b);
-        assert_eq!(h.running_on(ParentVp(0)), Some(a));
-        h.wake(top);
-        assert_eq!(h.running_on(ParentVp(0)), Some(top));
-        h.block(top);
-        assert_eq!(h.running_on(ParentVp(0)), Some(a), "a was ready first");
-        h.advance(Duration::from_secs(1));
-        assert_eq!(h.running_on(ParentVp(0)), Some(a), "no time slicing");
-    }
-
-    #[test]
-    fn registry_declares_period_and_wcet() {
-        let info = crate::find("rm").unwrap();
-        let names: Vec<&str> = (info.child_params)().iter().map(|s| s.name).collect();
-        assert_eq!(names, ["period", "wcet"]);
-        assert_eq!(crate::build("rm", &Params::new()).unwrap().policy(), "rm");
     }
 
     proptest! {

@@ -797,3 +797,20 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn steal_needs_overrun() {
+    let build = |params: &Params| hsched_policies::build("dbs", params);
+    let p = |overrun, steal| {
+        Params::new()
+            .with("overrun", Value::Bool(overrun))
+            .with("steal", Value::Bool(steal))
+    };
+    assert!(build(&p(true, true)).is_ok());
+    assert!(build(&p(false, false)).is_ok());
+    let err = build(&p(false, true)).err().unwrap();
+    assert!(
+        err.contains("`steal = true` needs `overrun = true`"),
+        "{err}"
+    );
+}

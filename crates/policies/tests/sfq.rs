@@ -6,7 +6,7 @@ use hsched_core::{
     Value,
 };
 use hsched_dispatch::testkit::{Harness, Parent};
-use hsched_policies::sfq::Sfq;
+use hsched_policies::sfq::{Sfq, INFO, VT_SCALE};
 use proptest::prelude::*;
 
 const Q: Duration = Duration::from_millis(10);
@@ -479,4 +479,206 @@ proptest! {
             }
         }
     }
+}
+
+fn child(weight: i64, warp_ms: u64, warp_on: bool) -> Params {
+    Params::new()
+        .with("weight", Value::Int(weight))
+        .with("warp", Value::Duration(Duration::from_millis(warp_ms)))
+        .with("warp_on", Value::Bool(warp_on))
+}
+
+fn runs(h: &Harness<Sfq>) -> Vec<(Instant, ChildId)> {
+    h.decisions()
+        .iter()
+        .filter_map(|d| match d.dispatch {
+            Dispatch::Run { child, .. } => Some((d.at, child)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn weights_one_two_three_share_one_two_three() {
+    let mut h = harness(1, Parent::Root);
+    let c: Vec<ChildId> = (1..=3)
+        .map(|w| h.register(&child(w, 0, false)).unwrap())
+        .collect();
+    for &x in &c {
+        h.wake(x);
+    }
+    h.advance_to(ms(6_000));
+    for (i, &x) in c.iter().enumerate() {
+        let want = Duration::from_millis(1_000 * (i as u64 + 1));
+        let got = h.cpu_time(x);
+        let diff = got.max(want) - got.min(want);
+        assert!(diff <= Q + Q, "{x}: {got} for {want}");
+    }
+    h.assert_work_conserving();
+}
+
+#[test]
+fn equal_weights_take_quanta_in_arrival_order() {
+    let mut h = harness(1, Parent::Root);
+    let c: Vec<ChildId> = (0..3)
+        .map(|_| h.register(&Params::new()).unwrap())
+        .collect();
+    h.wake(c[1]);
+    h.wake(c[2]);
+    h.wake(c[0]);
+    h.advance_to(ms(55));
+    let order: Vec<ChildId> = runs(&h).iter().map(|r| r.1).collect();
+    assert_eq!(order, vec![c[1], c[2], c[0], c[1], c[2], c[0]]);
+    assert_eq!(h.horizon(ParentVp(0)), Some(ms(60)));
+}
+
+#[test]
+fn a_sleeper_gets_no_credit_for_its_sleep() {
+    let mut h = harness(1, Parent::Root);
+    let a = h.register(&Params::new()).unwrap();
+    let b = h.register(&Params::new()).unwrap();
+    h.wake(a);
+    h.wake(b);
+    h.advance_to(ms(15));
+    h.block(b);
+    h.advance_to(ms(1_015));
+    let before = h.cpu_time(a);
+    h.wake(b);
+    h.advance_to(ms(1_215));
+    // From its wake-up b shares evenly: it does not catch up on 1s.
+    let (ga, gb) = (h.cpu_time(a) - before, h.cpu_time(b) - Q);
+    assert!(ga.max(gb) - ga.min(gb) <= Q + Q, "{ga} vs {gb}");
+    assert!(h.sched().virtual_time() > 1_000 * 1_000_000 * VT_SCALE);
+}
+
+#[test]
+fn a_warped_wakeup_is_dispatched_at_once_an_unwarped_one_waits() {
+    for warp_on in [true, false] {
+        let mut h = harness(1, Parent::Root);
+        let busy: Vec<ChildId> = (0..2)
+            .map(|_| h.register(&Params::new()).unwrap())
+            .collect();
+        let x = h.register(&child(1, 50, warp_on)).unwrap();
+        for &b in &busy {
+            h.wake(b);
+        }
+        h.advance_to(ms(104));
+        h.take_effects();
+        h.wake(x);
+        let preempted = h
+            .take_effects()
+            .iter()
+            .any(|e| matches!(e, Effect::Revoke(_)));
+        assert_eq!(preempted, warp_on);
+        if warp_on {
+            assert_eq!(h.running_on(ParentVp(0)), Some(x), "immediate dispatch");
+        } else {
+            assert_ne!(h.running_on(ParentVp(0)), Some(x));
+            // Its start tag is v, level with the waiting busy child,
+            // which queued first: x runs after it, two quanta later.
+            h.advance_to(ms(110));
+            assert_ne!(h.running_on(ParentVp(0)), Some(x));
+            h.advance_to(ms(120));
+            assert_eq!(h.running_on(ParentVp(0)), Some(x));
+        }
+    }
+}
+
+#[test]
+fn warp_borrows_but_does_not_raise_the_long_term_share() {
+    let mut h = harness(1, Parent::Root);
+    let warped = h.register(&child(1, 30, true)).unwrap();
+    let others: Vec<ChildId> = (0..2)
+        .map(|_| h.register(&Params::new()).unwrap())
+        .collect();
+    for &o in &others {
+        h.wake(o);
+    }
+    h.wake(warped);
+    h.advance_to(ms(40));
+    // It runs first and keeps the CPU until it is `warp` ahead.
+    assert_eq!(h.cpu_time(warped), Duration::from_millis(30));
+    h.advance_to(ms(3_000));
+    let fair = Duration::from_millis(1_000);
+    for &x in [warped].iter().chain(&others) {
+        let got = h.cpu_time(x);
+        let diff = got.max(fair) - got.min(fair);
+        assert!(diff <= Duration::from_millis(30) + Q + Q, "{x}: {got}");
+    }
+}
+
+#[test]
+fn several_cpus_share_among_more_children() {
+    let mut h = harness(2, Parent::Root);
+    let c: Vec<ChildId> = (0..5)
+        .map(|_| h.register(&Params::new()).unwrap())
+        .collect();
+    for &x in &c {
+        h.wake(x);
+    }
+    h.advance_to(ms(1_000));
+    h.assert_work_conserving();
+    for &x in &c {
+        let got = h.cpu_time(x);
+        let fair = Duration::from_millis(400);
+        assert!(got.max(fair) - got.min(fair) <= Q + Q, "{x}: {got}");
+    }
+}
+
+#[test]
+fn a_warped_wakeup_takes_the_cpu_of_the_latest_tag_on_several_cpus() {
+    let mut h = harness(2, Parent::Root);
+    let a = h.register(&child(1, 0, false)).unwrap();
+    let b = h.register(&child(4, 0, false)).unwrap();
+    let x = h.register(&child(1, 100, true)).unwrap();
+    h.wake(a);
+    h.wake(b);
+    h.advance_to(ms(95));
+    // a (weight 1) is further ahead in virtual time than b (weight 4).
+    let (sa, sb) = (h.sched().tags(a).unwrap().0, h.sched().tags(b).unwrap().0);
+    assert!(sa > sb);
+    h.wake(x);
+    assert!(h.where_runs(x).is_some(), "immediate dispatch");
+    assert!(h.where_runs(a).is_none(), "a had the largest tag");
+    assert!(h.where_runs(b).is_some());
+}
+
+#[test]
+fn tags_divide_exactly_by_common_weights_and_carry_the_rest() {
+    for w in [1u64, 2, 3, 6, 7, 12, 100, 1_000] {
+        assert_eq!(VT_SCALE % u128::from(w), 0, "{w}");
+    }
+    let mut h = harness(1, Parent::Root);
+    let odd = h.register(&child(17, 0, false)).unwrap();
+    h.wake(odd);
+    for _ in 0..17 {
+        h.advance(Duration::from_nanos(1));
+        h.block(odd);
+        h.wake(odd);
+    }
+    // 17ns of service at weight 17: exactly 1ns of virtual time.
+    let (_, finish) = h.sched().tags(odd).unwrap();
+    assert_eq!(finish, VT_SCALE);
+}
+
+#[test]
+fn parameters_are_checked() {
+    assert!(Sfq::new(Duration::ZERO).is_err());
+    let Err(e) = hsched_policies::build("sfq", &Params::new().with("quantum", Value::Int(0)))
+    else {
+        panic!("a zero quantum was accepted");
+    };
+    assert!(e.contains("quantum"), "{e}");
+    let s = hsched_policies::build("sfq", &Params::new()).unwrap();
+    assert_eq!(s.policy(), "sfq");
+    let specs = (INFO.child_params)();
+    assert!(Params::new()
+        .with("weight", Value::Int(0))
+        .resolve(&specs)
+        .is_err());
+    let p = Params::new().resolve(&specs).unwrap();
+    assert_eq!(
+        (p.int("weight"), p.duration("warp"), p.bool("warp_on")),
+        (1, Duration::ZERO, false)
+    );
 }

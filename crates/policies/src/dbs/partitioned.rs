@@ -19,7 +19,8 @@
 //! as on one CPU. A child moves only at a `reserve` while it holds nothing
 //! in force, so no promise is ever migrated: nothing is proven for that.
 
-use super::Dbs;
+use super::messages::window;
+use super::scheduler::Dbs;
 use crate::partition::{Fit, Parts};
 use hsched_core::{ChildId, Cx, Duration, Msg, Params, Reject, Reply, Scheduler, Sender};
 
@@ -100,12 +101,8 @@ impl DbsParts {
             thread: None,
             child: Some(child),
         };
-        let holds = self.parts.subs[home as usize].children[child]
-            .reservations
-            .iter()
-            .next()
-            .is_some();
-        let window = Dbs::window(now, &msg.args);
+        let holds = self.parts.subs[home as usize].holds_reservations(child);
+        let window = window(now, &msg.args);
         let to = match window {
             // Bad arguments, a zero amount, or a child whose reservations
             // keep it where it is: its own VP answers.
@@ -180,6 +177,6 @@ impl Scheduler for DbsParts {
     /// demand-bound test: peak load at most 1), and every child is on
     /// exactly the VP it was placed on.
     fn check_invariants(&self) -> Result<(), String> {
-        self.parts.check_invariants(|s, c| s.children.contains(c))
+        self.parts.check_invariants(|s, c| s.has_child(c))
     }
 }
