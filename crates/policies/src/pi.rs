@@ -110,6 +110,19 @@ impl<R: Copy + Ord + std::fmt::Debug> Lending<R> {
         self.book.threads().collect()
     }
 
+    /// The first of `children`, given as (child, own rank, rank it is
+    /// scheduled by), whose rank is not [`rank`](Self::rank): that child,
+    /// its rank, its own rank and the rank it should have.
+    pub fn misranked(
+        &self,
+        children: impl IntoIterator<Item = (ChildId, R, R)>,
+    ) -> Option<(ChildId, R, R, R)> {
+        children.into_iter().find_map(|(child, own, rank)| {
+            let lent = self.rank(child, own);
+            (rank != lent).then_some((child, rank, own, lent))
+        })
+    }
+
     /// Checks the book, and that it knows only `registered` children with
     /// the own rank each has (`own`).
     pub fn check(&self, registered: impl Fn(ChildId) -> Option<R>) -> Result<(), String> {
