@@ -366,13 +366,10 @@ impl Scheduler for FixedPriority {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.lending
-            .check(|c| self.children.get(c).map(|c| c.prio))?;
         let ranks = self
-            .children
-            .iter()
-            .map(|(child, c)| (child, c.prio, c.rank));
-        if let Some((child, rank, own, lent)) = self.lending.misranked(ranks) {
+            .lending
+            .check_ranks(&self.children, |c| c.prio, |c| c.rank)?;
+        if let Some((child, rank, own, lent)) = ranks {
             return Err(format!(
                 "{child} runs at {rank} but its own {own} and what it is lent make {lent}"
             ));

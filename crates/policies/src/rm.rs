@@ -268,13 +268,10 @@ impl Scheduler for RateMonotonic {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.lending
-            .check(|c| self.children.get(c).map(|c| c.own))?;
         let ranks = self
-            .children
-            .iter()
-            .map(|(child, c)| (child, c.own, c.rank));
-        if let Some((child, rank, own, lent)) = self.lending.misranked(ranks) {
+            .lending
+            .check_ranks(&self.children, |c| c.own, |c| c.rank)?;
+        if let Some((child, rank, own, lent)) = ranks {
             return Err(format!(
                 "{child} ranks {rank} but its own {own} and what it is lent make {lent}"
             ));
