@@ -30,8 +30,8 @@ pub use probe::{Decision, Segment};
 use crate::dispatcher::{Config, Dispatcher};
 use crate::hierarchy::AttachLink;
 use hsched_core::{
-    ChildId, Duration, Effect, Fallback, Instant, Msg, Params, ParentVp, PolicyInfo, Registry,
-    Reject, Reply, SchedId, Scheduler, Sender, ThreadId, TimerKey, Value, VpState,
+    ChildId, Dispatch, Duration, Effect, Fallback, Instant, Msg, Params, ParentVp, PolicyInfo,
+    Registry, Reject, Reply, SchedId, Scheduler, Sender, ThreadId, TimerKey, Value, VpState,
 };
 use hsched_model::LogKind;
 use probe::{Probe, Record};
@@ -323,6 +323,16 @@ impl<S: Scheduler + ?Sized + 'static> Harness<S> {
     /// Every answer to a grant since the harness was made, in order.
     pub fn decisions(&self) -> &[Decision] {
         &self.decisions
+    }
+    /// (time, child, horizon) of every `Run` answer, in order.
+    pub fn runs(&self) -> Vec<(Instant, ChildId, Instant)> {
+        self.decisions
+            .iter()
+            .filter_map(|d| match d.dispatch {
+                Dispatch::Run { child, until } => Some((d.at, child, until)),
+                _ => None,
+            })
+            .collect()
     }
     /// The time timer `key` is armed for.
     pub fn timer(&self, key: TimerKey) -> Option<Instant> {

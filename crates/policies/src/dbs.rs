@@ -117,8 +117,9 @@
 //! `steal`, a decision that may steal sorts the reservations in force to
 //! find their slack, O(n log n)).
 
+use crate::params;
 use crate::partition::Mode;
-use hsched_core::{Duration, ParamKind, ParamSpec, Params, PolicyInfo, Scheduler, Value};
+use hsched_core::{ParamKind, ParamSpec, Params, PolicyInfo, Scheduler, Value};
 
 mod admission;
 mod messages;
@@ -154,14 +155,7 @@ pub const INFO: PolicyInfo = PolicyInfo {
 
 fn params() -> Vec<ParamSpec> {
     vec![
-        ParamSpec::new(
-            "quantum",
-            ParamKind::Duration {
-                min: Duration::from_nanos(1),
-            },
-            "round-robin slice of the leftover time",
-        )
-        .with_default(Value::Duration(DEFAULT_QUANTUM)),
+        params::positive_duration("quantum", DEFAULT_QUANTUM, "round-robin slice of the leftover time"),
         ParamSpec::new(
             "overrun",
             ParamKind::Bool,
@@ -174,18 +168,8 @@ fn params() -> Vec<ParamSpec> {
             "slack stealing: an overrun runs ahead of reserved amounts while every reservation in force can still be met (needs `overrun`)",
         )
         .with_default(Value::Bool(false)),
-        ParamSpec::new(
-            "multiprocessor",
-            ParamKind::Str,
-            "on several VPs: \"one\" (admit one CPU's worth) or \"partitioned\" (each reserving child on one VP, admitted there); \"global\" is refused: no published test for one-off windows",
-        )
-        .with_default(Value::Str("one".into())),
-        ParamSpec::new(
-            "fit",
-            ParamKind::Str,
-            "partitioned placement of a reservation: \"first\" (lowest VP that admits it) or \"worst\" (VP with the lowest peak load after it)",
-        )
-        .with_default(Value::Str("first".into())),
+        params::multiprocessor("on several VPs: \"one\" (admit one CPU's worth) or \"partitioned\" (each reserving child on one VP, admitted there); \"global\" is refused: no published test for one-off windows"),
+        params::fit("partitioned placement of a reservation: \"first\" (lowest VP that admits it) or \"worst\" (VP with the lowest peak load after it)"),
     ]
 }
 

@@ -417,9 +417,7 @@ impl Scheduler for Edf {
 mod tests {
     use super::*;
 
-    use crate::preempt::worst_running_best_waiting;
-
-    use crate::testkit::{strategy, Harness, Parent};
+    use crate::testkit::{running_set_ends, strategy, Harness, Parent};
 
     use proptest::prelude::*;
 
@@ -459,12 +457,8 @@ mod tests {
                 }
                 h.assert_work_conserving();
                 // No waiting job is due before a running one.
-                let h = &h;
-                let deadlines = move |running: bool| h.requesting().into_iter()
-                    .filter(move |&c| h.where_runs(c).is_some() == running)
-                    .map(move |c| h.sched().deadline_of(c).unwrap());
                 let (latest_running, earliest_waiting) =
-                    worst_running_best_waiting(Better::Lower, deadlines(true), deadlines(false));
+                    running_set_ends(&h, Better::Lower, |s, c| s.deadline_of(c).unwrap());
                 if let (Some(run), Some(wait)) = (latest_running, earliest_waiting) {
                     prop_assert!(wait >= run, "waiting deadline {} < running {} after {:?}", wait, run, step);
                 }

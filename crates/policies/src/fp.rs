@@ -366,17 +366,13 @@ impl Scheduler for FixedPriority {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.lending
-            .check(|c| self.children.get(c).map(|c| c.prio))?;
-        for (child, c) in self.children.iter() {
-            if c.rank != self.lending.rank(child, c.prio) {
-                return Err(format!(
-                    "{child} runs at {} but its own {} and what it is lent make {}",
-                    c.rank,
-                    c.prio,
-                    self.lending.rank(child, c.prio)
-                ));
-            }
+        let ranks = self
+            .lending
+            .check_ranks(&self.children, |c| c.prio, |c| c.rank)?;
+        if let Some((child, rank, own, lent)) = ranks {
+            return Err(format!(
+                "{child} runs at {rank} but its own {own} and what it is lent make {lent}"
+            ));
         }
         for (key, &child) in &self.queue {
             match self.children.get(child) {
@@ -446,8 +442,7 @@ impl Scheduler for FixedPriority {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::preempt::worst_running_best_waiting;
-    use crate::testkit::{strategy, Harness, Parent};
+    use crate::testkit::{running_set_ends, strategy, Harness, Parent};
     use proptest::prelude::*;
 
     fn harness(vps: u32, parent: Parent, quantum: Option<Duration>) -> Harness<FixedPriority> {
@@ -476,12 +471,8 @@ mod tests {
                 }
                 h.assert_work_conserving();
                 // The running set is the top of the runnable children.
-                let h = &h;
-                let prios = move |running: bool| h.requesting().into_iter()
-                    .filter(move |&c| h.where_runs(c).is_some() == running)
-                    .map(move |c| h.sched().prio(c).unwrap());
                 let (lowest_running, best_waiting) =
-                    worst_running_best_waiting(Better::Higher, prios(true), prios(false));
+                    running_set_ends(&h, Better::Higher, |s, c| s.prio(c).unwrap());
                 if let (Some(lo), Some(hi)) = (lowest_running, best_waiting) {
                     prop_assert!(hi <= lo, "waiting prio {} > running prio {} after {:?}", hi, lo, step);
                 }

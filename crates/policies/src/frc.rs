@@ -65,6 +65,7 @@
 //! O(log n) per decision, wakeup, block and charge; a wakeup also scans
 //! the running slots (O(vps)).
 
+use crate::params;
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Scheduler, Share, ShareRange, Value,
@@ -98,20 +99,15 @@ pub const DEFAULT_RATE: &str = "0.1";
 
 pub(crate) fn common_params() -> Vec<ParamSpec> {
     vec![
-        ParamSpec::new(
+        params::positive_duration(
             "min_quantum",
-            ParamKind::Duration {
-                min: Duration::from_nanos(1),
-            },
+            DEFAULT_MIN_QUANTUM,
             "the smallest work quantum; a child's smaller `quantum` is raised to it",
-        )
-        .with_default(Value::Duration(DEFAULT_MIN_QUANTUM)),
-        ParamSpec::new(
+        ),
+        params::optional_str(
             "classes",
-            ParamKind::Str,
             "service classes \"NAME:RATE:OVERBOOK, ...\" (overbook `inf` for FR); empty: none",
-        )
-        .with_default(Value::Str(String::new())),
+        ),
     ]
 }
 
@@ -127,20 +123,15 @@ pub(crate) fn common_child_params() -> Vec<ParamSpec> {
             "reserved (or, with classes, nominal) rate: a decimal in (0, 1], at most 6 places",
         )
         .with_default(Value::Str(DEFAULT_RATE.into())),
-        ParamSpec::new(
+        params::positive_duration(
             "quantum",
-            ParamKind::Duration {
-                min: Duration::from_nanos(1),
-            },
+            DEFAULT_QUANTUM,
             "work quantum w: how long the child runs before it may be preempted",
-        )
-        .with_default(Value::Duration(DEFAULT_QUANTUM)),
-        ParamSpec::new(
+        ),
+        params::optional_str(
             "class",
-            ParamKind::Str,
             "service class to join (default: the first declared)",
-        )
-        .with_default(Value::Str(String::new())),
+        ),
     ]
 }
 
@@ -332,6 +323,12 @@ pub(crate) struct Ledger {
 }
 
 impl Ledger {
+    /// The ledger of FRC or RCSP from unchecked policy parameters
+    /// (`min_quantum`, `classes`), resolved against their declaration.
+    pub fn from_unchecked(params: &Params) -> Result<Self, String> {
+        Ledger::from_params(&params.resolve(&common_params())?)
+    }
+
     pub fn from_params(params: &Params) -> Result<Self, String> {
         let classes = parse_classes(params.str("classes"))?;
         Ok(Ledger {
@@ -588,8 +585,7 @@ impl Frc {
     /// An FRC scheduler from unchecked policy parameters (`min_quantum`,
     /// `classes`), resolved against the declaration.
     pub fn with_params(params: &Params) -> Result<Self, String> {
-        let resolved = params.resolve(&self::params())?;
-        Ok(Frc::new(Ledger::from_params(&resolved)?))
+        Ok(Frc::new(Ledger::from_unchecked(params)?))
     }
 
     fn new(ledger: Ledger) -> Self {

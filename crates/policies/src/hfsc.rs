@@ -102,6 +102,7 @@
 //! breakpoint check); partitioned, O(n) to gather each VP's curves, then
 //! the same test per VP tried.
 
+use crate::params;
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Scheduler, ShareRange, Value, VpState,
@@ -146,21 +147,16 @@ pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(1);
 
 fn params() -> Vec<ParamSpec> {
     vec![
-        ParamSpec::new(
+        params::positive_duration(
             "quantum",
-            ParamKind::Duration {
-                min: Duration::from_nanos(1),
-            },
+            DEFAULT_QUANTUM,
             "the longest a decision lasts (the rescheduling period)",
-        )
-        .with_default(Value::Duration(DEFAULT_QUANTUM)),
-        ParamSpec::new(
+        ),
+        params::optional_str(
             "classes",
-            ParamKind::Str,
             "link-sharing classes, \"name:rate, parent/name:rate, ...\" (rates decimal; those \
              inside a class add up to at most its rate, at the root to at most 1)",
-        )
-        .with_default(Value::Str(String::new())),
+        ),
         ParamSpec::new(
             "count_link_sharing",
             ParamKind::Bool,
@@ -168,21 +164,15 @@ fn params() -> Vec<ParamSpec> {
              or only real-time service does (Stoica et al.)",
         )
         .with_default(Value::Bool(true)),
-        ParamSpec::new(
-            "multiprocessor",
-            ParamKind::Str,
+        params::multiprocessor(
             "\"one\": one CPU's worth of curves served from every VP (no claim on several); \
              \"partitioned\": each child placed on one VP at admission, admitted against that \
              VP's CPU, never migrating (\"global\" is refused: no published test applies)",
-        )
-        .with_default(Value::Str("one".into())),
-        ParamSpec::new(
-            "fit",
-            ParamKind::Str,
+        ),
+        params::fit(
             "partitioned placement: \"first\" (the lowest VP whose admission test passes) or \
              \"worst\" (of those, the lowest Σ r2 after adding the child, ties to the lowest VP)",
-        )
-        .with_default(Value::Str("first".into())),
+        ),
     ]
 }
 
@@ -215,12 +205,10 @@ fn child_params() -> Vec<ParamSpec> {
             "slope after the first segment: the long-term rate (decimal in (0, 1])",
         )
         .with_default(Value::Str(DEFAULT_RATE.into())),
-        ParamSpec::new(
+        params::optional_str(
             "class",
-            ParamKind::Str,
             "the link-sharing class (a name from `classes`, its last path part; empty: the root)",
-        )
-        .with_default(Value::Str(String::new())),
+        ),
         ParamSpec::new(
             "best_effort",
             ParamKind::Bool,

@@ -49,6 +49,7 @@ pub mod hfsc;
 pub mod inherit;
 pub mod join;
 pub mod limit;
+mod params;
 pub mod partition;
 pub mod pi;
 pub mod preempt;

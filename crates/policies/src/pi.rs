@@ -19,7 +19,7 @@
 //! scheduler: a holder under another scheduler is lent nothing.
 
 use crate::inherit::Inheritance;
-use hsched_core::{ChildId, MutexId, MutexProtocol, SyncEvent};
+use hsched_core::{ChildId, ChildMap, MutexId, MutexProtocol, SyncEvent};
 use std::cmp::Ordering;
 
 /// Who holds and waits for which inheriting mutex, and the ranks lent.
@@ -108,6 +108,24 @@ impl<R: Copy + Ord + std::fmt::Debug> Lending<R> {
         }
         self.book.remove(child);
         self.book.threads().collect()
+    }
+
+    /// Checks the book against `children` (as [`check`](Self::check), with
+    /// each child's `own` rank), then that each child is scheduled by the
+    /// `rank` that its own rank and what it is lent make; `Ok(Some(..))`
+    /// names the first that is not: the child, its rank, its own rank and
+    /// the rank it should have.
+    pub fn check_ranks<C>(
+        &self,
+        children: &ChildMap<C>,
+        own: impl Fn(&C) -> R,
+        rank: impl Fn(&C) -> R,
+    ) -> Result<Option<(ChildId, R, R, R)>, String> {
+        self.check(|child| children.get(child).map(&own))?;
+        Ok(children.iter().find_map(|(child, c)| {
+            let lent = self.rank(child, own(c));
+            (rank(c) != lent).then_some((child, rank(c), own(c), lent))
+        }))
     }
 
     /// Checks the book, and that it knows only `registered` children with

@@ -97,8 +97,7 @@ impl Rcsp {
     /// An RCSP scheduler from unchecked policy parameters (`min_quantum`,
     /// `classes`), resolved against the declaration.
     pub fn with_params(params: &Params) -> Result<Self, String> {
-        let resolved = params.resolve(&self::params())?;
-        Ok(Rcsp::new(Ledger::from_params(&resolved)?))
+        Ok(Rcsp::new(Ledger::from_unchecked(params)?))
     }
 
     fn new(ledger: Ledger) -> Self {

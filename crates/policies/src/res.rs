@@ -118,6 +118,7 @@
 //! when a preemption is considered); admission is O(1), `check_invariants`
 //! O(n).
 
+use crate::params;
 use crate::partition::Mode;
 use hsched_core::{
     Duration, ParamKind, ParamSpec, Params, PolicyInfo, Scheduler, Share, ShareRange, Value,
@@ -172,18 +173,8 @@ fn params() -> Vec<ParamSpec> {
             "speed of the processor this runs on (its RESU rate), a decimal in (0, 1] or p/q",
         )
         .with_default(Value::Str("1".into())),
-        ParamSpec::new(
-            "multiprocessor",
-            ParamKind::Str,
-            "on several VPs: \"one\" (admit one CPU's worth), \"partitioned\" (each child on one VP, admitted there) or \"global\" (global EDF, Goossens-Funk-Baruah test)",
-        )
-        .with_default(Value::Str("one".into())),
-        ParamSpec::new(
-            "fit",
-            ParamKind::Str,
-            "partitioned placement: \"first\" (lowest VP that admits the child) or \"worst\" (VP with the most spare utilization after it)",
-        )
-        .with_default(Value::Str("first".into())),
+        params::multiprocessor("on several VPs: \"one\" (admit one CPU's worth), \"partitioned\" (each child on one VP, admitted there) or \"global\" (global EDF, Goossens-Funk-Baruah test)"),
+        params::fit("partitioned placement: \"first\" (lowest VP that admits the child) or \"worst\" (VP with the most spare utilization after it)"),
     ]
 }
 

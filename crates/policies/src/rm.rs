@@ -268,17 +268,13 @@ impl Scheduler for RateMonotonic {
     }
 
     fn check_invariants(&self) -> Result<(), String> {
-        self.lending
-            .check(|c| self.children.get(c).map(|c| c.own))?;
-        for (child, c) in self.children.iter() {
-            if c.rank != self.lending.rank(child, c.own) {
-                return Err(format!(
-                    "{child} ranks {} but its own {} and what it is lent make {}",
-                    c.rank,
-                    c.own,
-                    self.lending.rank(child, c.own)
-                ));
-            }
+        let ranks = self
+            .lending
+            .check_ranks(&self.children, |c| c.own, |c| c.rank)?;
+        if let Some((child, rank, own, lent)) = ranks {
+            return Err(format!(
+                "{child} ranks {rank} but its own {own} and what it is lent make {lent}"
+            ));
         }
         if let Some((child, _)) = self.children.iter().find(|(_, c)| c.rank.is_zero()) {
             return Err(format!("{child} ranks with a zero period"));
@@ -292,9 +288,7 @@ impl Scheduler for RateMonotonic {
 mod tests {
     use super::*;
 
-    use crate::preempt::worst_running_best_waiting;
-
-    use crate::testkit::{strategy, Harness, Parent};
+    use crate::testkit::{running_set_ends, strategy, Harness, Parent};
 
     use proptest::prelude::*;
 
@@ -321,12 +315,8 @@ mod tests {
                     continue;
                 }
                 h.assert_work_conserving();
-                let h = &h;
-                let ranks = move |running: bool| h.requesting().into_iter()
-                    .filter(move |&c| h.where_runs(c).is_some() == running)
-                    .map(move |c| h.sched().rank_of(c).unwrap());
                 let (worst_running, best_waiting) =
-                    worst_running_best_waiting(Better::Lower, ranks(true), ranks(false));
+                    running_set_ends(&h, Better::Lower, |s, c| s.rank_of(c).unwrap());
                 if let (Some(run), Some(wait)) = (worst_running, best_waiting) {
                     prop_assert!(wait >= run, "waiting period {:?} < running {:?} after {:?}", wait, run, step);
                 }

@@ -32,9 +32,10 @@
 //! entry behind, skipped when it reaches the head and swept when stale
 //! entries outnumber live ones.
 
+use crate::params;
 use hsched_core::{
-    ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamKind, ParamSpec, Params,
-    ParentVp, PolicyInfo, Reject, Scheduler, Value,
+    ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, ParamSpec, Params, ParentVp,
+    PolicyInfo, Reject, Scheduler,
 };
 use std::collections::VecDeque;
 
@@ -58,14 +59,11 @@ pub const INFO: PolicyInfo = PolicyInfo {
 pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
 
 fn params() -> Vec<ParamSpec> {
-    vec![ParamSpec::new(
+    vec![params::positive_duration(
         "quantum",
-        ParamKind::Duration {
-            min: Duration::from_nanos(1),
-        },
+        DEFAULT_QUANTUM,
         "how long a child runs before the next one's turn",
-    )
-    .with_default(Value::Duration(DEFAULT_QUANTUM))]
+    )]
 }
 
 fn no_params() -> Vec<ParamSpec> {

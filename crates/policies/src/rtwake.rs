@@ -97,6 +97,7 @@
 //! Cost: O(log n) per callback in the number of children, plus O(w) for
 //! the w wakeups whose windows are near a new one.
 
+use crate::params;
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Instant, Msg, ParamKind, ParamSpec, Params,
     ParentVp, PolicyInfo, Reject, Reply, Scheduler, Sender, ThreadId, TimerKey, Value, VpState,
@@ -144,15 +145,12 @@ fn params() -> Vec<ParamSpec> {
              closer than this is refused",
         )
         .with_default(Value::Duration(DEFAULT_LATENCY)),
-        ParamSpec::new(
+        params::positive_duration(
             "quantum",
-            ParamKind::Duration {
-                min: Duration::from_nanos(1),
-            },
+            DEFAULT_QUANTUM,
             "CPU a woken thread may use ahead of the default per wakeup; also the \
              round-robin slice of threads that are not being woken",
-        )
-        .with_default(Value::Duration(DEFAULT_QUANTUM)),
+        ),
         ParamSpec::new(
             "background_vps",
             ParamKind::Int { min: 0, max: 4096 },

@@ -68,6 +68,7 @@
 //! Cost: O(log n) per decision, wake-up, release and charge; a preemption
 //! also scans the VPs, O(vps).
 
+use crate::params;
 use crate::preempt::{Better, RunningSlots};
 use hsched_core::{
     ChildId, ChildMap, CpuId, Cx, Dispatch, Duration, Msg, ParamKind, ParamSpec, Params, ParentVp,
@@ -105,14 +106,11 @@ pub const WEIGHT_MAX: i64 = 1_000_000_000;
 pub const DEFAULT_QUANTUM: Duration = Duration::from_millis(10);
 
 fn params() -> Vec<ParamSpec> {
-    vec![ParamSpec::new(
+    vec![params::positive_duration(
         "quantum",
-        ParamKind::Duration {
-            min: Duration::from_nanos(1),
-        },
+        DEFAULT_QUANTUM,
         "the longest a child runs before the next decision",
-    )
-    .with_default(Value::Duration(DEFAULT_QUANTUM))]
+    )]
 }
 
 fn child_params() -> Vec<ParamSpec> {

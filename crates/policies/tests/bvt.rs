@@ -47,6 +47,11 @@ fn plain(advance: i64) -> Params {
     attach(advance, 0, Duration::ZERO, Duration::ZERO, false)
 }
 
+/// Advance 1 and warp `warp` (warped now when `on`), with no limit on the warp.
+fn warping(warp: i64, on: bool) -> Params {
+    attach(1, warp, Duration::ZERO, Duration::ZERO, on)
+}
+
 fn bvt(h: &H) -> std::cell::Ref<'_, Bvt> {
     h.sched()
 }
@@ -138,9 +143,7 @@ fn a_warped_thread_waking_every_10_mcu_is_dispatched_immediately() {
     let mut h = harness(config(ms(10), ms(20)), 1, Parent::Root);
     let gcc = h.register(&plain(1)).unwrap();
     let bigsim = h.register(&plain(1)).unwrap();
-    let mpeg = h
-        .register(&attach(1, 50, Duration::ZERO, Duration::ZERO, true))
-        .unwrap();
+    let mpeg = h.register(&warping(50, true)).unwrap();
     h.wake(gcc);
     h.wake(bigsim);
     for k in 0..6u64 {
@@ -225,9 +228,7 @@ fn a_warped_thread_in_an_infinite_loop_is_unwarped_after_its_limit() {
 fn a_zero_warp_limit_means_no_limit() {
     let mut h = harness(config(ms(10), ms(20)), 1, Parent::Root);
     let other = h.register(&plain(1)).unwrap();
-    let hog = h
-        .register(&attach(1, 1_000, Duration::ZERO, Duration::ZERO, true))
-        .unwrap();
+    let hog = h.register(&warping(1_000, true)).unwrap();
     h.wake(other);
     h.wake(hog);
     assert_eq!(running(&h), Some(hog));
@@ -446,9 +447,7 @@ fn the_migration_penalty_is_added_to_e_when_another_cpu_considers_a_thread() {
 fn messages_warp_set_info_and_errors() {
     let mut h = harness(config(ms(10), ms(20)), 1, Parent::Root);
     let a = h.register(&plain(1)).unwrap();
-    let b = h
-        .register(&attach(1, 40, Duration::ZERO, Duration::ZERO, false))
-        .unwrap();
+    let b = h.register(&warping(40, false)).unwrap();
     h.wake(a);
     h.wake(b);
     assert_eq!(running(&h), Some(a));
@@ -585,12 +584,8 @@ fn threshold_mode_tells_the_parent_when_a_thread_over_the_threshold_runs() {
     };
     let mut h = harness(cfg, 1, Parent::Eager);
     let batch = h.register(&plain(1)).unwrap();
-    let low = h
-        .register(&attach(1, 50, Duration::ZERO, Duration::ZERO, true))
-        .unwrap();
-    let mpeg = h
-        .register(&attach(1, 500, Duration::ZERO, Duration::ZERO, true))
-        .unwrap();
+    let low = h.register(&warping(50, true)).unwrap();
+    let mpeg = h.register(&warping(500, true)).unwrap();
     h.take_effects();
     h.wake(batch);
     assert_eq!(told(&h.take_effects()), vec![warp_msg(false)]);
@@ -629,9 +624,7 @@ fn direct_mode_forwards_the_running_threads_warp_and_limit() {
 fn a_parent_runs_a_child_scheduler_warped_with_its_own_or_the_forwarded_warp() {
     let mut h = harness(config(ms(10), ms(20)), 1, Parent::Root);
     let rt = h.register(&plain(1)).unwrap();
-    let be = h
-        .register(&attach(1, 1_000, Duration::ZERO, Duration::ZERO, false))
-        .unwrap();
+    let be = h.register(&warping(1_000, false)).unwrap();
     h.wake(rt);
     h.wake(be);
     assert_eq!(running(&h), Some(rt));

@@ -3,7 +3,7 @@
 //! guarantee (with `overrun` on and off). The tests written before the
 //! overrun tier run with it off: their schedules are today's, unchanged.
 
-use hsched_core::{ChildId, Dispatch, Duration, Instant, Msg, Params, ParentVp, Reply, Value};
+use hsched_core::{ChildId, Duration, Instant, Msg, Params, ParentVp, Reply, Value};
 use hsched_dispatch::testkit::{Harness, Parent};
 use hsched_policies::dbs::Dbs;
 use proptest::prelude::*;
@@ -38,17 +38,6 @@ fn reserve(start: Instant, amount: Duration, deadline: Instant) -> Msg {
 fn register(h: &mut H, n: usize) -> Vec<ChildId> {
     (0..n)
         .map(|_| h.register(&Params::new()).unwrap())
-        .collect()
-}
-
-/// (time, child, horizon) of every `Run` answer.
-fn runs(h: &H) -> Vec<(Instant, ChildId, Instant)> {
-    h.decisions()
-        .iter()
-        .filter_map(|d| match d.dispatch {
-            Dispatch::Run { child, until } => Some((d.at, child, until)),
-            _ => None,
-        })
         .collect()
 }
 
@@ -93,7 +82,7 @@ fn reservations_run_earliest_deadline_first_then_leftover_round_robin() {
         (ms(30), a, ms(40)),
         (ms(40), plain, ms(50)),
     ];
-    assert_eq!(runs(&h), expect);
+    assert_eq!(h.runs(), expect);
     assert_eq!(h.sched().served(), 2);
     assert_eq!(h.cpu_time(a), Duration::from_millis(15));
 }
@@ -184,7 +173,7 @@ fn unreserved_children_share_round_robin_and_keep_a_cut_slice() {
         (ms(12), c[2], ms(22)),
         (ms(22), c[1], ms(32)),
     ];
-    assert_eq!(runs(&h), expect);
+    assert_eq!(h.runs(), expect);
 }
 
 #[test]
@@ -243,7 +232,7 @@ fn an_under_reserved_child_overruns_before_the_batch_child() {
         (ms(5), a, ms(40)),
         (ms(8), batch, ms(18)),
     ];
-    assert_eq!(runs(&h), expect);
+    assert_eq!(h.runs(), expect);
     let inner = h.sched();
     assert_eq!(
         (inner.served(), inner.in_force(), inner.overrunning()),
@@ -280,7 +269,7 @@ fn without_overrun_a_served_child_takes_turns_with_the_batch_child() {
         (ms(15), a, ms(25)),
         (ms(18), batch, ms(28)),
     ];
-    assert_eq!(runs(&h), expect);
+    assert_eq!(h.runs(), expect);
     let inner = h.sched();
     assert_eq!(
         (inner.served(), inner.in_force(), inner.overrunning()),
@@ -318,7 +307,7 @@ fn overruns_run_edf_and_yield_to_every_reserved_amount() {
         (ms(30), a, ms(50)),
         (ms(50), batch, ms(60)),
     ];
-    assert_eq!(runs(&h), expect);
+    assert_eq!(h.runs(), expect);
     let inner = h.sched();
     assert_eq!(
         (

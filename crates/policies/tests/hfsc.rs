@@ -27,6 +27,13 @@ fn curve(r1: &str, x_ms: u64, r2: &str) -> Params {
         .with("r2", Value::Str(r2.into()))
 }
 
+/// A best-effort child of `class` with equal rates `rate` (best effort needs r1 = r2).
+fn best_effort(rate: &str, class: &str) -> Params {
+    curve(rate, 0, rate)
+        .with("best_effort", Value::Bool(true))
+        .with("class", Value::Str(class.into()))
+}
+
 fn ms(n: u64) -> Instant {
     Instant(n * MS)
 }
@@ -215,10 +222,7 @@ fn registration_refuses_what_admission_refuses_and_bad_params() {
     let e = h.register(&curve("0.01", 0, "0.01")).unwrap_err();
     assert!(e.0.contains("not admitted"), "{}", e.0);
     // Best effort is not admission controlled, but needs r1 = r2.
-    let be = curve("0.05", 0, "0.05")
-        .with("best_effort", Value::Bool(true))
-        .with("class", Value::Str("be".into()));
-    h.register(&be).unwrap();
+    h.register(&best_effort("0.05", "be")).unwrap();
     let e = h
         .register(&curve("0.05", 0, "0.1").with("best_effort", Value::Bool(true)))
         .unwrap_err();
@@ -312,15 +316,10 @@ fn best_effort_children_share_by_class_rates_then_by_their_rates() {
     // the CPU whatever the threads' own rates, b's threads share the rest
     // 1:1:2 by r2.
     let mut h = harness("a:0.6, b:0.2");
-    let be = |r: &str, class: &str| {
-        curve(r, 0, r)
-            .with("best_effort", Value::Bool(true))
-            .with("class", Value::Str(class.into()))
-    };
-    let a = h.register(&be("0.01", "a")).unwrap();
-    let b1 = h.register(&be("0.1", "b")).unwrap();
-    let b2 = h.register(&be("0.1", "b")).unwrap();
-    let b3 = h.register(&be("0.2", "b")).unwrap();
+    let a = h.register(&best_effort("0.01", "a")).unwrap();
+    let b1 = h.register(&best_effort("0.1", "b")).unwrap();
+    let b2 = h.register(&best_effort("0.1", "b")).unwrap();
+    let b3 = h.register(&best_effort("0.2", "b")).unwrap();
     for c in [a, b1, b2, b3] {
         h.wake(c);
     }
@@ -342,14 +341,9 @@ fn best_effort_children_share_by_class_rates_then_by_their_rates() {
 #[test]
 fn nested_classes_share_the_excess_down_the_tree() {
     let mut h = harness("media:0.5, media/audio:0.1, media/video:0.4, batch:0.5");
-    let be = |class: &str| {
-        curve("0.1", 0, "0.1")
-            .with("best_effort", Value::Bool(true))
-            .with("class", Value::Str(class.into()))
-    };
-    let audio = h.register(&be("audio")).unwrap();
-    let video = h.register(&be("video")).unwrap();
-    let batch = h.register(&be("batch")).unwrap();
+    let audio = h.register(&best_effort("0.1", "audio")).unwrap();
+    let video = h.register(&best_effort("0.1", "video")).unwrap();
+    let batch = h.register(&best_effort("0.1", "batch")).unwrap();
     for c in [audio, video, batch] {
         h.wake(c);
     }
@@ -377,14 +371,9 @@ fn a_class_returning_after_idling_starts_at_its_siblings_virtual_time() {
     // must not claim the 2s it missed (L2-L3 at every level), so over the
     // next second the two split `a`'s half 1:1.
     let mut h = harness("a:0.5, a/busy:0.25, a/idle:0.25, b:0.5");
-    let be = |class: &str| {
-        curve("0.1", 0, "0.1")
-            .with("best_effort", Value::Bool(true))
-            .with("class", Value::Str(class.into()))
-    };
-    let busy = h.register(&be("busy")).unwrap();
-    let idle = h.register(&be("idle")).unwrap();
-    let b = h.register(&be("b")).unwrap();
+    let busy = h.register(&best_effort("0.1", "busy")).unwrap();
+    let idle = h.register(&best_effort("0.1", "idle")).unwrap();
+    let b = h.register(&best_effort("0.1", "b")).unwrap();
     h.wake(busy);
     h.wake(b);
     h.advance_to(ms(2000));
@@ -421,6 +410,45 @@ fn real_time_service_advances_finish_values_up_the_path() {
 }
 
 // ----- the service curve guarantee --------------------------------------------
+
+/// How long the property tests run their threads.
+const END: u64 = 1200 * MS;
+
+/// An admitted child: its id, its curve, and when it is activated (ns).
+type Admitted = (ChildId, ServiceCurve, u64);
+
+/// Registers and wakes a greedy child of the best-effort class `be`.
+fn wake_best_effort_competitor(h: &mut Harness<Hfsc>) {
+    let id = h.register(&best_effort("0.1", "be")).unwrap();
+    h.wake(id);
+}
+
+/// Wakes each admitted child at its activation time, in order, and runs to [`END`].
+fn run_from_their_starts(h: &mut Harness<Hfsc>, admitted: &[Admitted]) {
+    let mut starts: Vec<_> = admitted.iter().map(|&(id, _, s)| (s, id)).collect();
+    starts.sort();
+    for (s, id) in starts {
+        h.advance_to(Instant(s));
+        h.wake(id);
+    }
+    h.advance_to(Instant(END));
+}
+
+/// Every admitted curve is met from its activation at every 5 ms sample, to
+/// within 2 quanta.
+fn assert_curves_met(h: &Harness<Hfsc>, admitted: &[Admitted]) -> Result<(), TestCaseError> {
+    for &(id, s, start) in admitted {
+        for t in (start..=END).step_by(5 * MS as usize) {
+            let got = service_between(h, id, start, t);
+            let owed = s.at(t - start);
+            prop_assert!(
+                got + 2 * Q.as_nanos() >= owed,
+                "{id} with {s:?} from {start}: {got} by {t} but owed {owed}"
+            );
+        }
+    }
+    Ok(())
+}
 
 /// CPU time `child` received in `[from, to]`, from the harness's segments
 /// and the segment in progress.
@@ -460,30 +488,10 @@ proptest! {
             }
         }
         if competitor {
-            let be = curve("0.1", 0, "0.1")
-                .with("best_effort", Value::Bool(true))
-                .with("class", Value::Str("be".into()));
-            let id = h.register(&be).unwrap();
-            h.wake(id);
+            wake_best_effort_competitor(&mut h);
         }
-        let mut starts: Vec<_> = admitted.iter().map(|&(id, _, s)| (s, id)).collect();
-        starts.sort();
-        for (s, id) in starts {
-            h.advance_to(Instant(s));
-            h.wake(id);
-        }
-        let end = 1200 * MS;
-        h.advance_to(Instant(end));
-        for &(id, s, start) in &admitted {
-            for t in (start..=end).step_by(5 * MS as usize) {
-                let got = service_between(&h, id, start, t);
-                let owed = s.at(t - start);
-                prop_assert!(
-                    got + 2 * Q.as_nanos() >= owed,
-                    "{} with {:?} from {}: {} by {} but owed {}", id, s, start, got, t, owed
-                );
-            }
-        }
+        run_from_their_starts(&mut h, &admitted);
+        assert_curves_met(&h, &admitted)?;
     }
 }
 
@@ -600,12 +608,7 @@ fn first_fit_packs_and_worst_fit_spreads() {
 fn best_effort_children_go_where_there_are_fewest_and_classes_are_per_vp() {
     let mut h = partitioned(2, Fit::First, "be:0.2");
     let rt = h.register(&curve("0.9", 0, "0.9")).unwrap();
-    let be = |h: &mut Harness<Hfsc>| {
-        let p = curve("0.1", 0, "0.1")
-            .with("best_effort", Value::Bool(true))
-            .with("class", Value::Str("be".into()));
-        h.register(&p).unwrap()
-    };
+    let be = |h: &mut Harness<Hfsc>| h.register(&best_effort("0.1", "be")).unwrap();
     // Not admission controlled: the fewest best-effort children, ties low.
     let (b0, b1, b2) = (be(&mut h), be(&mut h), be(&mut h));
     assert_eq!(vp_of(&h, rt), 0);
@@ -666,32 +669,12 @@ proptest! {
             }
         }
         for _ in 0..vps {
-            let be = curve("0.1", 0, "0.1")
-                .with("best_effort", Value::Bool(true))
-                .with("class", Value::Str("be".into()));
-            let id = h.register(&be).unwrap();
-            h.wake(id);
+            wake_best_effort_competitor(&mut h);
         }
-        let mut starts: Vec<_> = admitted.iter().map(|&(id, _, s)| (s, id)).collect();
-        starts.sort();
-        for (s, id) in starts {
-            h.advance_to(Instant(s));
-            h.wake(id);
-        }
-        let end = 1200 * MS;
-        h.advance_to(Instant(end));
+        run_from_their_starts(&mut h, &admitted);
         for s in h.segments() {
             prop_assert_eq!(s.vp.0, vp_of(&h, s.child));
         }
-        for &(id, s, start) in &admitted {
-            for t in (start..=end).step_by(5 * MS as usize) {
-                let got = service_between(&h, id, start, t);
-                let owed = s.at(t - start);
-                prop_assert!(
-                    got + 2 * Q.as_nanos() >= owed,
-                    "{} with {:?} from {}: {} by {} but owed {}", id, s, start, got, t, owed
-                );
-            }
-        }
+        assert_curves_met(&h, &admitted)?;
     }
 }

@@ -162,20 +162,13 @@ fn exact_refusals() {
         ..GraphParams::default()
     };
     let mut g = Graph::new(p);
-    assert_eq!(
-        g.reserve('X', ms(0), ms(10)),
-        Err(Refusal::Invalid {
-            amount: ms(0),
-            period: ms(10)
-        })
-    );
-    assert_eq!(
-        g.reserve('X', ms(11), ms(10)),
-        Err(Refusal::Invalid {
-            amount: ms(11),
-            period: ms(10)
-        })
-    );
+    // No time, or more than the period: refused naming the request.
+    for (amount, period) in [(ms(0), ms(10)), (ms(11), ms(10))] {
+        assert_eq!(
+            g.reserve('X', amount, period),
+            Err(Refusal::Invalid { amount, period })
+        );
+    }
     assert_eq!(
         g.reserve('X', ms(1), ms(1001)),
         Err(Refusal::PeriodTooLong {

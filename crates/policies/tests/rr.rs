@@ -1,6 +1,6 @@
 //! `rr` driven by the testkit harness (its behaviour through the protocol).
 
-use hsched_core::{ChildId, Dispatch, Duration, Effect, Instant, Params, ParentVp, Value};
+use hsched_core::{ChildId, Duration, Effect, Instant, Params, ParentVp, Value};
 use hsched_dispatch::testkit::{Harness, Parent};
 use hsched_policies::rr::RoundRobin;
 
@@ -20,16 +20,6 @@ fn ms(n: u64) -> Instant {
     Instant(Duration::from_millis(n).as_nanos())
 }
 
-fn runs(h: &Harness<RoundRobin>) -> Vec<(Instant, ChildId, Instant)> {
-    h.decisions()
-        .iter()
-        .filter_map(|d| match d.dispatch {
-            Dispatch::Run { child, until } => Some((d.at, child, until)),
-            _ => None,
-        })
-        .collect()
-}
-
 #[test]
 fn rotates_with_quantum_horizons() {
     let mut h = harness(1, Parent::Root);
@@ -45,7 +35,7 @@ fn rotates_with_quantum_horizons() {
         (ms(30), c[0], ms(40)),
         (ms(40), c[1], ms(50)),
     ];
-    assert_eq!(runs(&h), expect);
+    assert_eq!(h.runs(), expect);
 }
 
 #[test]
@@ -65,7 +55,7 @@ fn waking_child_goes_to_the_back_without_preempting() {
     assert_eq!(h.running_on(ParentVp(0)), Some(c[0]));
     h.clear_decisions();
     h.advance_to(ms(25));
-    let order: Vec<ChildId> = runs(&h).iter().map(|r| r.1).collect();
+    let order: Vec<ChildId> = h.runs().iter().map(|r| r.1).collect();
     assert_eq!(order, vec![c[1], c[2]]);
 }
 

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::params;
 use hsched_core::{Duration, ParamKind, ParamSpec, Params, PolicyInfo, Scheduler, Value};
 
 use super::super::graph::{Graph, GraphParams};
@@ -75,47 +76,37 @@ fn params() -> Vec<ParamSpec> {
              \"request\" (each original request scaled afresh, same percentage, §3.1)",
         )
         .with_default(Value::Str("keep".into())),
-        ParamSpec::new(
+        params::positive_duration(
             "quantum",
-            dur(Duration::from_nanos(1)),
+            DEFAULT_QUANTUM,
             "round-robin slice within an activity and for free time",
-        )
-        .with_default(Value::Duration(DEFAULT_QUANTUM)),
-        ParamSpec::new(
+        ),
+        params::positive_duration(
             "horizon",
-            dur(Duration::from_nanos(1)),
+            Duration::from_secs(1),
             "constraint windows are judged up to now + horizon",
-        )
-        .with_default(Value::Duration(Duration::from_secs(1))),
+        ),
         ParamSpec::new(
             "threshold",
             dur(Duration::ZERO),
             "§4.6 rule 1: with less than this left in a node, select the next node",
         )
         .with_default(Value::Duration(Duration::ZERO)),
-        ParamSpec::new(
+        params::optional_str(
             "placement",
-            ParamKind::Str,
             "pins activities' reservations to graph nodes, e.g. \"B@0.0 A@1.0 C@1:2.1\" \
              ([VP:]DEPTH.NODE, VP 0 unless given, another VP only when partitioned; \
              use with a fixed base_period)",
-        )
-        .with_default(Value::Str(String::new())),
-        ParamSpec::new(
-            "multiprocessor",
-            ParamKind::Str,
+        ),
+        params::multiprocessor(
             "\"one\": the first VP follows the graph, the others round robin; \
              \"partitioned\": a graph per VP, each activity placed on one when it first \
              reserves and run there only (\"global\" is refused: no published test)",
-        )
-        .with_default(Value::Str("one".into())),
-        ParamSpec::new(
-            "fit",
-            ParamKind::Str,
+        ),
+        params::fit(
             "partitioned placement: \"first\" (lowest VP whose graph grants it) or \
              \"worst\" (the VP left with the largest free share, ties to the lowest)",
-        )
-        .with_default(Value::Str("first".into())),
+        ),
     ]
 }
 
@@ -151,12 +142,10 @@ fn placement(text: &str) -> Result<BTreeMap<String, VpPin>, String> {
 }
 
 fn child_params() -> Vec<ParamSpec> {
-    vec![ParamSpec::new(
+    vec![params::optional_str(
         "activity",
-        ParamKind::Str,
         "the activity whose reservation the thread shares (empty: its own)",
-    )
-    .with_default(Value::Str(String::new()))]
+    )]
 }
 
 fn build(params: &Params) -> Result<Box<dyn Scheduler>, String> {
