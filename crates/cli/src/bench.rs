@@ -398,7 +398,7 @@ fn print_review(
     let mut walls = Vec::new();
     for _ in 0..reps {
         let started = WallClock::now();
-        let _ = guard.review(hsched_core::Instant::ZERO, &Change::Hierarchy(&load));
+        let _ = guard.review(Instant::ZERO, &Change::Hierarchy(&load));
         walls.push(started.elapsed().as_nanos() as f64);
     }
     println!(

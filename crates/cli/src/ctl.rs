@@ -64,7 +64,7 @@ enum What {
     Unload { name: String },
     /// Load a policy plugin library into the run (a path the run can
     /// open): its policies can be loaded from then on.
-    Plugin { path: std::path::PathBuf },
+    Plugin { path: PathBuf },
 }
 
 /// `KEY=VALUE` as a scenario file would read the value: `true`/`false`,

@@ -489,9 +489,7 @@ fn run_with_progress(sim: &mut hsched_sim::Simulation) {
     let started = std::time::Instant::now();
     let mut at = hsched_core::Instant::ZERO;
     while at < horizon && sim.cut_at().is_none() {
-        at = at
-            .saturating_add(hsched_core::Duration::from_nanos(step))
-            .min(horizon);
+        at = at.saturating_add(Duration::from_nanos(step)).min(horizon);
         sim.run_until(at);
         if started.elapsed() > std::time::Duration::from_secs(1) {
             bar.set_position((at - hsched_core::Instant::ZERO).as_nanos() / step);

@@ -70,7 +70,7 @@ pub enum Request {
     },
     /// Load the plugin library at `path` (as the agent sees paths): its
     /// policies can be loaded from then on.
-    Plugin { path: std::path::PathBuf },
+    Plugin { path: PathBuf },
     /// The managed threads and the schedulers, as text.
     Status,
 }
@@ -126,7 +126,7 @@ impl Peer {
             uid: 0,
             gid: 0,
         };
-        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        let mut len = size_of::<libc::ucred>() as libc::socklen_t;
         // SAFETY: `cred` and `len` are valid for the sizes given.
         let r = unsafe {
             libc::getsockopt(

@@ -162,7 +162,7 @@ pub fn parse(line: &str) -> Result<Line, String> {
                     .map(|c| {
                         c.parse::<usize>()
                             .ok()
-                            .filter(|&c| c < 8 * std::mem::size_of::<libc::cpu_set_t>())
+                            .filter(|&c| c < 8 * size_of::<libc::cpu_set_t>())
                             .ok_or_else(|| format!("CPU `{c}` is not a CPU number"))
                     })
                     .collect::<Result<_, _>>()?,

@@ -81,7 +81,7 @@ pub struct LiveOptions {
     /// the whole machine is (see [`Agent::delegate_others`]).
     pub partial: bool,
     /// The guardian program and its leading arguments.
-    pub guardian: Vec<std::ffi::OsString>,
+    pub guardian: Vec<OsString>,
     /// Override the scenario's horizon.
     pub horizon: Option<Duration>,
     /// Park threads off their CPU by stopping their process (SIGSTOP)
@@ -93,7 +93,7 @@ pub struct LiveOptions {
     /// The worker program and its leading arguments (it is given the
     /// worker spec as one more): runs the threads that have neither a
     /// command nor an attached process.
-    pub worker: Vec<std::ffi::OsString>,
+    pub worker: Vec<OsString>,
     /// Record the timeline ([`RunResult::trace`]).
     pub trace: bool,
     /// Where to listen for control requests ([`crate::control`]); the

@@ -82,7 +82,7 @@ fn check(ret: libc::c_long) -> io::Result<()> {
 /// The scheduling attributes of thread `tid` (0: the calling thread).
 pub fn get_attr(tid: i32) -> io::Result<SchedAttr> {
     let mut attr = SchedAttr::default();
-    let size = std::mem::size_of::<SchedAttr>() as libc::c_uint;
+    let size = size_of::<SchedAttr>() as libc::c_uint;
     // SAFETY: `attr` is a valid, writable `sched_attr` of `size` bytes.
     let ret = unsafe {
         libc::syscall(
@@ -101,7 +101,7 @@ pub fn get_attr(tid: i32) -> io::Result<SchedAttr> {
 /// thread). `SCHED_FLAG_RESET_ON_FORK` and the deadline fields go as given.
 pub fn set_attr(tid: i32, attr: &SchedAttr) -> io::Result<()> {
     let mut attr = *attr;
-    attr.size = std::mem::size_of::<SchedAttr>() as u32;
+    attr.size = size_of::<SchedAttr>() as u32;
     // The clamps are honoured only with their flags; zero them otherwise so
     // a kernel without clamp support does not refuse the call.
     const SCHED_FLAG_UTIL_CLAMP: u64 = 0x20 | 0x40;
@@ -119,10 +119,9 @@ pub fn get_affinity(tid: i32) -> io::Result<Vec<usize>> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     // SAFETY: `set` is a valid cpu_set_t of the size passed.
-    let ret =
-        unsafe { libc::sched_getaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &mut set) };
+    let ret = unsafe { libc::sched_getaffinity(tid, size_of::<libc::cpu_set_t>(), &mut set) };
     check(ret.into())?;
-    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    let max = 8 * size_of::<libc::cpu_set_t>();
     // SAFETY: CPU_ISSET reads within the set for cpu < its bit size.
     Ok((0..max)
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
@@ -133,7 +132,7 @@ pub fn get_affinity(tid: i32) -> io::Result<Vec<usize>> {
 pub fn set_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
     // SAFETY: a zeroed cpu_set_t is a valid empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let max = 8 * std::mem::size_of::<libc::cpu_set_t>();
+    let max = 8 * size_of::<libc::cpu_set_t>();
     for &c in cpus {
         if c >= max {
             return Err(io::Error::new(
@@ -145,7 +144,7 @@ pub fn set_affinity(tid: i32, cpus: &[usize]) -> io::Result<()> {
         unsafe { libc::CPU_SET(c, &mut set) };
     }
     // SAFETY: `set` is a valid cpu_set_t of the size passed.
-    let ret = unsafe { libc::sched_setaffinity(tid, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    let ret = unsafe { libc::sched_setaffinity(tid, size_of::<libc::cpu_set_t>(), &set) };
     check(ret.into())
 }
 

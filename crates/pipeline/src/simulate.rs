@@ -67,18 +67,13 @@ pub fn simulation<'a>(
 }
 
 /// Why a run stopped short of its horizon on reaching `--max-events`.
-pub fn cut_message(
-    file: &str,
-    max_events: u64,
-    cut: hsched_core::Instant,
-    horizon: hsched_core::Instant,
-) -> String {
+pub fn cut_message(file: &str, max_events: u64, cut: Instant, horizon: Instant) -> String {
     format!(
         "{file}: the run needs more than {max_events} events (--max-events): it stopped at {} of its {} \
          horizon, and what it wrote covers the time before that: raise --max-events or \
          shorten --horizon",
-        cut - hsched_core::Instant::ZERO,
-        horizon - hsched_core::Instant::ZERO,
+        cut - Instant::ZERO,
+        horizon - Instant::ZERO,
     )
 }
 

@@ -219,7 +219,7 @@ fn assert_ejected_and_nothing_lost(r: &RunResult, why: &[&str]) {
     for w in why {
         assert!(text.contains(w), "`{w}` in {text}");
     }
-    hsched_sim::conformance::assert_all_work_done_under(r, Duration::from_millis(60), "ts");
+    conformance::assert_all_work_done_under(r, Duration::from_millis(60), "ts");
     assert!(!r.nodes.iter().find(|n| n.name == "broken").unwrap().alive);
 }
 

@@ -230,7 +230,7 @@ fn denied_constraints_go_first_in_their_activity() {
     }
     let before: Vec<_> = t.iter().map(|&c| h.cpu_time(c)).collect();
     h.advance(ms(90));
-    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(t[2]));
+    assert_eq!(h.running_on(ParentVp(0)), Some(t[2]));
     assert_eq!(h.cpu_time(t[0]), before[0]);
     assert_eq!(h.cpu_time(t[1]), before[1]);
     let Reply::Ok(r) = h.message(Some(t[2]), &Msg::new("end_constraint")) else {
@@ -267,7 +267,7 @@ fn briefly_blocked_activity_gets_a_second_chance() {
         };
     };
     h.advance_to(node.0 + ms(1));
-    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(a));
+    assert_eq!(h.running_on(ParentVp(0)), Some(a));
     h.block(a);
     let ran = h.cpu_time(a);
     assert_eq!(h.sched().second_chance_queue(), vec![(0, ms(3))]);
@@ -303,7 +303,7 @@ fn mutex_holder_inherits_the_waiters_constraint() {
     // The holder runs the waiter's constraint time, ahead of the hog.
     let x0 = h.cpu_time(hog);
     h.advance(ms(15));
-    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(holder));
+    assert_eq!(h.running_on(ParentVp(0)), Some(holder));
     assert_eq!(h.cpu_time(hog), x0);
     let Reply::Ok(r) = h.message(Some(holder), &mutex("unlock", 7)) else {
         panic!("unlock refused");
@@ -342,11 +342,11 @@ fn little_left_of_a_node_selects_the_next() {
     };
     h.advance_to(s - ms(1));
     h.wake(a);
-    let hog = h.running_on(hsched_core::ParentVp(0)).unwrap();
+    let hog = h.running_on(ParentVp(0)).unwrap();
     assert_ne!(hog, a);
     h.block(hog);
-    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(a));
-    assert_eq!(h.horizon(hsched_core::ParentVp(0)), Some(e));
+    assert_eq!(h.running_on(ParentVp(0)), Some(a));
+    assert_eq!(h.horizon(ParentVp(0)), Some(e));
 }
 
 /// §4.2: the waiter runs on until it really blocks; then the holder takes
@@ -365,13 +365,13 @@ fn inheritance_starts_when_the_waiter_blocks() {
     assert!(h.message(Some(plain), &mutex("block_on", 1)).is_ok());
     assert!(h.message(Some(waiter), &begin(ms(20), ms(100))).is_ok());
     h.wake(waiter);
-    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(waiter));
+    assert_eq!(h.running_on(ParentVp(0)), Some(waiter));
     assert!(h.message(Some(waiter), &mutex("block_on", 1)).is_ok());
-    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(waiter));
+    assert_eq!(h.running_on(ParentVp(0)), Some(waiter));
     h.block(waiter);
-    assert_eq!(h.running_on(hsched_core::ParentVp(0)), Some(holder));
+    assert_eq!(h.running_on(ParentVp(0)), Some(holder));
     let now = h.now();
-    assert_eq!(h.horizon(hsched_core::ParentVp(0)), Some(now + ms(20)));
+    assert_eq!(h.horizon(ParentVp(0)), Some(now + ms(20)));
     // Unlocking hands the mutex to the first waiter and ends the inherited run.
     let Reply::Ok(r) = h.message(Some(holder), &mutex("unlock", 1)) else {
         panic!("unlock refused");
@@ -380,7 +380,7 @@ fn inheritance_starts_when_the_waiter_blocks() {
     // The mutex went to `plain` (first in line), which has no constraint and
     // does not run: the decision is re-made, plain round robin (a quantum).
     let now = h.now();
-    assert_eq!(h.horizon(hsched_core::ParentVp(0)), Some(now + ms(10)));
+    assert_eq!(h.horizon(ParentVp(0)), Some(now + ms(10)));
     assert!(h.message(Some(plain), &mutex("unlock", 1)).is_ok());
     // Handed on to the constrained waiter, which may now unlock it.
     assert!(h.message(Some(waiter), &mutex("unlock", 1)).is_ok());

@@ -430,8 +430,7 @@ impl<'r> World<'r> {
                 below[index[l.parent.as_str()]].push(i);
             }
         }
-        let mut ready: std::collections::BTreeSet<usize> =
-            (0..decls.len()).filter(|&i| waiting[i] == 0).collect();
+        let mut ready: BTreeSet<usize> = (0..decls.len()).filter(|&i| waiting[i] == 0).collect();
         let mut order: Vec<usize> = Vec::with_capacity(decls.len());
         while let Some(i) = ready.pop_first() {
             order.push(i);

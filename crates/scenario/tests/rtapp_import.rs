@@ -37,7 +37,7 @@ fn fixtures() -> Option<Vec<PathBuf>> {
 }
 
 /// Imports `text`, parses the TOML and runs it for `run_for`.
-fn import_and_run(text: &str, name: &str, run_for: Duration) -> hsched_scenario::import::Imported {
+fn import_and_run(text: &str, name: &str, run_for: Duration) -> Imported {
     let imported = import(text, name, &Options::default())
         .unwrap_or_else(|e| panic!("{name} does not import: {e}"));
     let scn = hsched_scenario::parse(&imported.toml, &format!("{name}.toml")).unwrap_or_else(|e| {

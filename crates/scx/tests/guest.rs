@@ -43,7 +43,7 @@ fn pin(pid: u32, cpu: usize) {
     unsafe {
         let mut set: libc::cpu_set_t = std::mem::zeroed();
         libc::CPU_SET(cpu, &mut set);
-        let rc = libc::sched_setaffinity(pid as i32, std::mem::size_of_val(&set), &set);
+        let rc = libc::sched_setaffinity(pid as i32, size_of_val(&set), &set);
         assert_eq!(
             rc,
             0,

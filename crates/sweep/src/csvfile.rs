@@ -295,8 +295,7 @@ pub struct Merged {
 /// have the same row in both. With `spec`, the header and every row are
 /// checked against it and the points no file has are counted.
 pub fn merge(inputs: &[&Path], out: &Path, spec: Option<&Spec>) -> Result<Merged, String> {
-    let mut header: Option<(Vec<String>, &Path)> =
-        spec.map(|s| (self::header(s), Path::new(&s.file)));
+    let mut header: Option<(Vec<String>, &Path)> = spec.map(|s| (header(s), Path::new(&s.file)));
     let mut rows: std::collections::BTreeMap<u64, (Row, &Path)> = Default::default();
     for &input in inputs {
         let Some(mut existing) = read(input)? else {
