@@ -25,7 +25,9 @@
 //! - *Starvation relief* (the footnote; Windows' balance set manager): a
 //!   child ready but not run for `starve_after` (default 4 s) is raised to
 //!   priority 15 for one quantum of `starve_quantum` (default 50 ms), after
-//!   which it drops back to its base. 0 turns relief off.
+//!   which it drops back to its base. 0 turns relief off. A child
+//!   dispatched and preempted at the same instant has not run: its wait
+//!   goes on from where it began.
 //!
 //! Real-time-class children (base 16 and up) are never boosted and never
 //! decay; relief does not raise a child above 15, so a CPU-bound
@@ -184,7 +186,12 @@ enum State {
     Idle,
     /// Waiting in the queue since the instant given.
     Waiting(Key, Instant),
-    Running(ParentVp),
+    /// Dispatched on the VP at `at`, after waiting since `since`.
+    Running {
+        vp: ParentVp,
+        at: Instant,
+        since: Instant,
+    },
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -263,7 +270,9 @@ impl TimeSharing {
         !self.cfg.starve_after.is_zero()
     }
 
-    fn enqueue(&mut self, child: ChildId, at_head: bool, now: Instant) {
+    /// Queues `child` as waiting since `since` (the starvation clock's
+    /// start).
+    fn enqueue(&mut self, child: ChildId, at_head: bool, since: Instant) {
         let seq = if at_head {
             self.head_seq -= 1;
             self.head_seq + 1
@@ -274,10 +283,10 @@ impl TimeSharing {
         let relief = self.relief_on();
         let c = &mut self.children[child];
         let key = (Reverse(c.prio), seq);
-        c.state = State::Waiting(key, now);
+        c.state = State::Waiting(key, since);
         self.queue.insert(key, child);
         if relief && c.can_starve() {
-            self.starving.insert((now, child));
+            self.starving.insert((since, child));
         }
     }
 
@@ -291,16 +300,22 @@ impl TimeSharing {
 
     /// Whatever ran on `vp` stopped. Preempted: back to the head of its
     /// level with the rest of its slice. Slice used up: the boost decays
-    /// (relief ends), back of the level with a new slice.
+    /// (relief ends), back of the level with a new slice. A child stopped
+    /// the instant it was dispatched has not run: its wait goes on from
+    /// where it began, so relief still comes `starve_after` after that.
     fn stop(&mut self, vp: ParentVp, now: Instant) {
         let Some(run) = self.running.clear(vp) else {
             return;
         };
         let quantum = self.cfg.quantum;
         let c = &mut self.children[run.child()];
-        if c.state != State::Running(vp) {
+        let State::Running { vp: on, at, since } = c.state else {
+            return;
+        };
+        if on != vp {
             return;
         }
+        let since = if now > at { now } else { since };
         let used_up = c.slice_left.is_zero() || now >= run.data;
         if used_up {
             if c.relief {
@@ -311,14 +326,14 @@ impl TimeSharing {
             }
             c.slice_left = quantum;
         }
-        self.enqueue(run.child(), !used_up, now);
+        self.enqueue(run.child(), !used_up, since);
     }
 
     fn forget_runnable(&mut self, child: ChildId) {
         match self.children[child].state {
             State::Idle => return,
             State::Waiting(..) => self.unqueue(child),
-            State::Running(vp) => {
+            State::Running { vp, .. } => {
                 self.running.clear(vp);
             }
         }
@@ -450,11 +465,13 @@ impl Scheduler for TimeSharing {
         self.relieve(now);
         let decision = match self.queue.pop_first() {
             Some((_, child)) => {
-                if let State::Waiting(_, since) = self.children[child].state {
-                    self.starving.remove(&(since, child));
-                }
+                let since = match self.children[child].state {
+                    State::Waiting(_, since) => since,
+                    _ => now,
+                };
+                self.starving.remove(&(since, child));
                 let c = &mut self.children[child];
-                c.state = State::Running(vp);
+                c.state = State::Running { vp, at: now, since };
                 let until = now.saturating_add(c.slice_left);
                 let prio = c.prio;
                 self.running.place(vp, child, prio, until);
@@ -528,10 +545,13 @@ impl Scheduler for TimeSharing {
                     }
                     starving += usize::from(listed);
                 }
-                State::Running(vp) => {
+                State::Running { vp, at, since } => {
                     runnable += 1;
                     if self.running.child_on(vp) != Some(child) {
                         return Err(format!("{child} runs on {vp} but {vp} does not know it"));
+                    }
+                    if since > at {
+                        return Err(format!("{child} was dispatched before its wait began"));
                     }
                 }
             }
@@ -550,7 +570,7 @@ impl Scheduler for TimeSharing {
                 .children
                 .get(run.child())
                 .ok_or_else(|| format!("{vp} runs {}, which is not registered", run.child()))?;
-            if c.state != State::Running(vp) {
+            if !matches!(c.state, State::Running { vp: on, .. } if on == vp) {
                 return Err(format!(
                     "{vp} runs {}, which is not running there",
                     run.child()

@@ -151,6 +151,31 @@ fn a_starving_thread_runs_one_relief_quantum_every_starve_after() {
 }
 
 #[test]
+fn a_dispatch_preempted_before_it_ran_does_not_restart_the_wait() {
+    let mut h = harness(Config::default(), 1, Parent::Root);
+    let high = h.register(&prio(13)).unwrap();
+    let low = h.register(&prio(8)).unwrap();
+    h.wake(high);
+    h.wake(low);
+    h.advance_to(at(1_000));
+    // `high` blocks and wakes at one instant: `low` is dispatched and
+    // preempted (by the boosted `high`) before it got any CPU time.
+    h.block(high);
+    assert_eq!(h.running_on(ParentVp(0)), Some(low));
+    h.wake(high);
+    assert_eq!(h.running_on(ParentVp(0)), Some(high));
+    assert_eq!(h.cpu_time(low), Duration::ZERO);
+    assert_eq!(
+        h.timer(0),
+        Some(at(4_000)),
+        "still 4s after it became ready"
+    );
+    h.advance_to(at(4_000));
+    assert_eq!(h.running_on(ParentVp(0)), Some(low), "relieved on time");
+    assert_eq!(h.sched().prio(low), Some((8, PRIO_TOP)));
+}
+
+#[test]
 fn relief_does_not_reach_the_real_time_class_and_can_be_turned_off() {
     let mut h = harness(Config::default(), 1, Parent::Root);
     let rt = h.register(&prio(16)).unwrap();
