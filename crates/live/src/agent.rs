@@ -34,7 +34,7 @@
 //! On a kernel with sched_ext, [`Agent::new_scx`] makes the agent drive
 //! hsched's BPF scheduler ([`hsched_scx`]) instead: the same dispatcher
 //! and policies, but the kernel enforces each decision (a managed thread
-//! runs only where and until user space decided: see [`Scx`]), the
+//! runs only where and until user space decided: see `agent/platform.rs`'s `Scx`), the
 //! events come from the BPF ring buffer instead of ftrace, and no guardian
 //! is needed: if the agent dies, the kernel unloads the scheduler and
 //! every thread goes back to the fair class. Nothing above is done to the

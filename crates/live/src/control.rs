@@ -255,7 +255,7 @@ impl Connection {
     }
 
     /// Writes what it can of the replies without waiting; `false` if the
-    /// connection failed or holds more unread than [`MAX_UNREAD`].
+    /// connection failed or holds more unread than `MAX_UNREAD`.
     fn flush(&mut self) -> bool {
         while !self.out.is_empty() {
             match self.stream.write(&self.out) {
@@ -340,17 +340,17 @@ impl ControlSocket {
 
     /// Whether [`ControlSocket::serve`] has work left without any
     /// descriptor becoming ready: replies not yet written (a client slow
-    /// to read), requests beyond [`PER_TURN`].
+    /// to read), requests beyond `PER_TURN`.
     pub fn backlog(&self) -> bool {
         self.backlog
     }
 
     /// Accepts new connections, answers every whole request line with
-    /// `answer(peer, connection, request)` (at most [`PER_TURN`] per
+    /// `answer(peer, connection, request)` (at most `PER_TURN` per
     /// client), and writes what it can of the replies. `answer` may defer
     /// its reply (`None`): it comes with [`ControlSocket::complete`]. A
     /// malformed line gets an error reply; a connection that closes, errs,
-    /// sends an endless line or leaves more than [`MAX_UNREAD`] of replies
+    /// sends an endless line or leaves more than `MAX_UNREAD` of replies
     /// unread is dropped.
     pub fn serve(&mut self, mut answer: impl FnMut(&Peer, u64, Request) -> Option<Response>) {
         while let Ok((mut stream, _)) = self.listener.accept() {

@@ -25,7 +25,7 @@ use std::path::{Path, PathBuf};
 
 /// Where a batch of held commands wait until each is [`release`]d.
 ///
-/// A held command waits for [`RELEASE`] (blocked in it from the fork on,
+/// A held command waits for `RELEASE` (blocked in it from the fork on,
 /// so it cannot kill it early), each its own: one hard-parked (stopped)
 /// before it ran holds none of the others back, as a shared pipe's write
 /// end it inherited would. The same signal comes as its parent-death

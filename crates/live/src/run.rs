@@ -5,7 +5,7 @@
 //!
 //! A thread is one of:
 //! - a real command (`command = [...]`), started at its arrival (with
-//!   SIGHUP ignored: see [`Agent::spawn`]) and ended at the horizon,
+//!   SIGHUP ignored: see [`crate::launch::start_held`]) and ended at the horizon,
 //!   unless [`LiveOptions::keep_commands`];
 //! - an existing process (`attach`), taken over at its arrival and given
 //!   back as it was at the end, not ended;

@@ -13,7 +13,7 @@
 //! the caller.
 //!
 //! The steps, each a module: [`load`] (text, plugins, parse), [`guard`]
-//! (analyse, refuse, guard the changes, label), [`simulate`] and [`live`]
+//! (analyse, refuse, guard the changes, label), [`simulate`](mod@simulate) and [`live`](mod@live)
 //! (run), [`outputs`] (write).
 
 pub mod error;

@@ -43,7 +43,7 @@ impl Default for RunOptions {
 
 /// The simulation of `scn` (named `file` in messages) with `opts`, its
 /// changes guarded by `guard`, the policies `extra` available beyond the
-/// built-in ones ([`Loaded::infos`]); ready to run.
+/// built-in ones ([`Loaded::infos`](crate::Loaded::infos)); ready to run.
 pub fn simulation<'a>(
     file: &str,
     scn: &'a Scenario,

@@ -4,7 +4,7 @@
 //! **Source.** Yau & Lam, "Decoupled delay and rate guarantees..." (the
 //! "trains" paper): §3, Figure 1 (FRC, lines L1–L8), Theorem 1 and
 //! Corollary 1.1; §3.1 (differential admission control). This file also
-//! holds the finish-value machinery [`Ledger`] that `rcsp` (§4) shares.
+//! holds the finish-value machinery `Ledger` that `rcsp` (§4) shares.
 //!
 //! **Algorithm.** Each child `i` has a reserved rate `r_i` and a work
 //! quantum `w_i`, and a finish value `f_i`. `Δ` is the runnable set.
@@ -25,7 +25,7 @@
 //!   Without this a child dispatched ahead of a far-off waiter runs past
 //!   every later, nearer waker, and Theorem 1 fails. A running child's
 //!   finish value is projected to now when a wakeup reads the minimum
-//!   ([`Ledger::min_now`]), the paper's per-tick update made exact.
+//!   (`Ledger::min_now`), the paper's per-tick update made exact.
 //!
 //! **Exact arithmetic.** Rates are exact fractions `num/den` (a `rate`
 //! parameter is a decimal with at most six places, i.e. ppm; with service

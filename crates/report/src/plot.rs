@@ -18,7 +18,7 @@
 //! Legends sit in a strip beside the chart, never over its data; the
 //! timeline's names each thread's colour, switches, interrupts and misses.
 //! The latency axis is focused as in the HTML report (see
-//! [`latency_focus`]), and says what it cuts.
+//! `latency_focus`), and says what it cuts.
 //!
 //! The timeline draws a segment at least a pixel wide as it is and merges
 //! narrower ones into one pixel column coloured by the thread that held most

@@ -7,16 +7,16 @@
 //! beyond the registry.
 //!
 //! The catalogue (each check is tagged in its failure message):
-//! - [C1] one thread per CPU: no CPU runs two threads, no thread runs on two CPUs;
-//! - [C2] a thread runs only while it and every scheduler above it hold a
+//! - \[C1\] one thread per CPU: no CPU runs two threads, no thread runs on two CPUs;
+//! - \[C2\] a thread runs only while it and every scheduler above it hold a
 //!   grant (the dispatcher's structural check, after every event);
-//! - [C3] exact accounting: busy + context-switch overhead + idle = horizon
+//! - \[C3\] exact accounting: busy + context-switch overhead + idle = horizon
 //!   on every CPU, and thread CPU times add up to the busy time;
-//! - [C4] the protocol holds: no scheduler is ejected (no invalid decision,
+//! - \[C4\] the protocol holds: no scheduler is ejected (no invalid decision,
 //!   no panic, no livelock);
-//! - [C5] `check_invariants` holds after every callback;
-//! - [C6] determinism: the same scenario and seed give the same timeline;
-//! - [C7] nothing is lost: at the end every thread has exited or is attached
+//! - \[C5\] `check_invariants` holds after every callback;
+//! - \[C6\] determinism: the same scenario and seed give the same timeline;
+//! - \[C7\] nothing is lost: at the end every thread has exited or is attached
 //!   to a scheduler that is still in the hierarchy, whatever was loaded,
 //!   moved and unloaded in between.
 //!

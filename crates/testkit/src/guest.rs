@@ -3,7 +3,7 @@
 //!
 //! The kernel is the one `cargo xtask scx-kernel` caches (a Debian build
 //! with sched_ext and BTF); tests find it with [`kernel`], under
-//! [`require!`](crate::require), so that a host without it skips them and CI
+//! [`require!`](macro@crate::require), so that a host without it skips them and CI
 //! fails them. A [`Guest`] packs busybox, the host binaries a test names
 //! (with the shared libraries `ldd` lists for them and the dynamic loader)
 //! and the script into an initramfs, boots it under single-threaded TCG

@@ -66,7 +66,7 @@ pub fn require<T>(requirement: &str, check: Result<T, String>) -> Option<T> {
 }
 
 /// Returns from the enclosing test, skipped, unless the requirement holds;
-/// evaluates to the requirement's value. See [`require`].
+/// evaluates to the requirement's value. See [`require()`](fn@require).
 #[macro_export]
 macro_rules! require {
     ($requirement:expr, $check:expr) => {

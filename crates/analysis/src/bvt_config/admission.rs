@@ -11,7 +11,7 @@ use std::fmt;
 /// A reserved-effort thread as the admission module sees it.
 ///
 /// Its warp is given as a *lead time* (how long it may run ahead of SVT,
-/// see [`warp_lead_mcu`]) rather than in virtual units: admission
+/// see [`warp_lead_mcu`](crate::bvt_config::warp_lead_mcu)) rather than in virtual units: admission
 /// recomputes every advance when the set changes ("the system needs to
 /// readjust the weights of the threads as new threads are created",
 /// §6.1.1), and a warp in units would silently change meaning with them.

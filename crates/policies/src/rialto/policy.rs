@@ -94,7 +94,7 @@
 //!
 //! **Decisions (§4.6).** Base period `i` starts at the absolute instant
 //! `i * base`; a *node* is the graph interval (switch + run) of
-//! [`Graph::period`]`(now / base)` that holds `now` (without a base period
+//! [`Graph::period`](crate::rialto::graph::Graph::period)`(now / base)` that holds `now` (without a base period
 //! everything is one free node). On the *graph VP* (`ParentVp(0)`), the
 //! paper's rules in order:
 //! 1. with less than `threshold` left in the node, the next node is used;
@@ -153,7 +153,7 @@
 //! entries of the second-chance queue (reserved activities only). The node
 //! holding `now` is a binary search in the kept walk of the current and the
 //! next base period (`O(log p)` for `p` intervals on a path), rebuilt with
-//! [`Graph::period`] once per base period and at each graph change; an
+//! [`Graph::period`](crate::rialto::graph::Graph::period) once per base period and at each graph change; an
 //! activity blocking in its own node finds its next node in that walk, or
 //! else walks up to a hyperperiod (reservations of more than two base
 //! periods). Nothing scans the threads or the activities: the queues of

@@ -6,7 +6,7 @@
 //! `dl-runtime`, `dl-period`, `dl-deadline`) and the events, matched by
 //! prefix as rt-app does (`run0`, `timer1`, `runtime2`). What hsched can
 //! express is mapped (docs/guide.md, "Importing rt-app workloads", has the
-//! table); everything else is a [`Warning`] naming its key path and what
+//! table); everything else is a [`Warning`](super::Warning) naming its key path and what
 //! was done instead. A file rt-app itself would refuse (an event with a
 //! value of the wrong type, an unknown policy, a phase without events) is an
 //! [`ImportError`].
