@@ -22,7 +22,6 @@ mod program;
 pub mod workloads;
 mod world;
 
-pub use hsched_model::draw;
 pub use jobs::{JobSink, DEFAULT_KEEP_JOBS, MIN_KEEP_JOBS};
 pub use world::{CallOutcome, CallRecord, MAX_DEPTH};
 use world::{Ev, World};

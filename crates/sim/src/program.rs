@@ -7,7 +7,7 @@
 
 use hsched_core::{Duration, Instant, Msg};
 // The draw lives beside `Dist` (live's workers draw the same way).
-pub(crate) use hsched_model::draw;
+use hsched_model::draw;
 use hsched_model::{ConstraintLoad, Dist, ErrorMode, Op, Randres, Target, Via};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;

@@ -4,13 +4,13 @@
 
 use crate::jobs::JobStore;
 use crate::program::{
-    compile, draw, ConstraintsPhase, ConstraintsState, Cursor, Instr, RandresPhase, RandresState,
+    compile, ConstraintsPhase, ConstraintsState, Cursor, Instr, RandresPhase, RandresState,
     SyncKind,
 };
 use hsched_core::{CpuId, Duration, Instant, Msg, MutexProtocol, SyncEvent, ThreadId, Value};
 use hsched_dispatch::{Dispatcher, Platform};
 use hsched_model::{
-    Action, JobRecord, LogEntry, LogKind, MarkKind, Scenario, Target, ThreadResult, Trace,
+    draw, Action, JobRecord, LogEntry, LogKind, MarkKind, Scenario, Target, ThreadResult, Trace,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;

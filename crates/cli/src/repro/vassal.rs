@@ -126,7 +126,7 @@ fn moments(d: &Dist) -> [f64; 5] {
     let n = 200_000;
     let mut m = [0.0; 5];
     for _ in 0..n {
-        let x = hsched_sim::draw(d, &mut rng).as_nanos() as f64 / 1e3;
+        let x = hsched_model::draw(d, &mut rng).as_nanos() as f64 / 1e3;
         let mut p = 1.0;
         for mk in &mut m {
             p *= x;

@@ -6,12 +6,12 @@
 use super::domains::CallOutcome;
 use super::{Ev, Outcome, World};
 use crate::program::{
-    draw, draw_constraint, draw_randres, ConstraintsPhase, ConstraintsState, FramesState, Instr,
+    draw_constraint, draw_randres, ConstraintsPhase, ConstraintsState, FramesState, Instr,
     PeriodicState, RandresJob, RandresPhase, RandresState,
 };
 use hsched_core::{Duration, Instant, Msg, MutexId, SyncEvent, ThreadId, Value};
 use hsched_dispatch::Dispatcher;
-use hsched_model::{ConstraintLoad, JobRecord, LogKind, MarkKind, Randres, Target};
+use hsched_model::{draw, ConstraintLoad, JobRecord, LogKind, MarkKind, Randres, Target};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
