@@ -30,6 +30,7 @@ use hsched_model::{RunResult, Scenario};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
+use std::collections::BTreeSet;
 use std::sync::Once;
 
 const FONT: &[u8] = include_bytes!("../assets/fonts/DejaVuSans.ttf");
@@ -413,26 +414,33 @@ impl Job<'_> {
     /// has a row, then switches, interrupts and deadline misses where the
     /// window holds any.
     fn timeline_keys(&self) -> Vec<(Key, String)> {
-        let in_window = |s: &Span| s.end > self.from && s.start < self.to;
-        let spans = || {
-            self.figs
-                .timeline
-                .cpus
-                .iter()
-                .flatten()
-                .filter(|s| in_window(s))
-        };
+        // One pass over the window's spans: a long run has millions.
+        let (mut ran, mut switched, mut interrupted) = (BTreeSet::new(), false, false);
+        for s in self.figs.timeline.cpus.iter().flatten() {
+            if s.end <= self.from || s.start >= self.to {
+                continue;
+            }
+            match s.slot {
+                Slot::Run(t) => {
+                    ran.insert(t);
+                }
+                Slot::Switch(_) => switched = true,
+                Slot::Interrupt => interrupted = true,
+                Slot::Idle => {}
+            }
+        }
         let mut keys: Vec<(Key, String)> = self
             .figs
             .threads
             .iter()
-            .filter(|t| self.selected.contains(&t.id) || spans().any(|s| s.slot == Slot::Run(t.id)))
-            .map(|t| (Key::Block(self.colour(t.id)), t.name.clone()))
+            .enumerate()
+            .filter(|(_, t)| self.selected.contains(&t.id) || ran.contains(&t.id))
+            .map(|(i, t)| (Key::Block(colour_at(i)), t.name.clone()))
             .collect();
-        if spans().any(|s| matches!(s.slot, Slot::Switch(_))) {
+        if switched {
             keys.push((Key::Block(SWITCH), "context switch".into()));
         }
-        if spans().any(|s| s.slot == Slot::Interrupt) {
+        if interrupted {
             keys.push((Key::Block(INTERRUPT), "interrupt".into()));
         }
         let missed = self.figs.marks.iter().any(|m| {
