@@ -331,4 +331,11 @@ impl<'a> Cx<'a> {
     pub fn msg_parent(&mut self, vp: ParentVp, msg: Msg) {
         self.effects.push(Effect::MsgParent { vp, msg });
     }
+    /// Asks for `effect` as its own method would: for an adapter that
+    /// collected a callback's effects elsewhere (a test probe, a Python
+    /// policy's `Cx`) and hands them on, in order.
+    #[inline]
+    pub fn replay(&mut self, effect: Effect) {
+        self.effects.push(effect);
+    }
 }

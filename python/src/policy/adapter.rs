@@ -206,7 +206,7 @@ impl PyScheduler {
                     traceback_text(py, &e)
                 )
             })?;
-            objects::apply(effects, cx);
+            effects.into_iter().for_each(|e| cx.replay(e));
             read(py, value).map_err(|why| {
                 format!(
                     "Python policy `{}` answered {method} wrongly: {why}",
@@ -294,11 +294,11 @@ impl Scheduler for PyScheduler {
             let effects = pycx.borrow_mut().close();
             match called {
                 Ok(_) => {
-                    objects::apply(effects, cx);
+                    effects.into_iter().for_each(|e| cx.replay(e));
                     Ok(Ok(()))
                 }
                 Err(e) if e.is_instance_of::<Reject>(py) => {
-                    objects::apply(effects, cx);
+                    effects.into_iter().for_each(|e| cx.replay(e));
                     Ok(Err(CoreReject(e.value(py).to_string())))
                 }
                 Err(e) => Err(format!(
@@ -411,7 +411,7 @@ impl Scheduler for PyScheduler {
                     ))
                 }
             };
-            objects::apply(effects, cx);
+            effects.into_iter().for_each(|e| cx.replay(e));
             Ok(reply)
         });
         match outcome {

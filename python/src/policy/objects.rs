@@ -371,22 +371,6 @@ impl PyCx {
     }
 }
 
-/// Applies effects recorded by a Python `Cx` through the real one, in order.
-pub fn apply(effects: Vec<Effect>, cx: &mut Cx) {
-    for e in effects {
-        match e {
-            Effect::SetTimer { key, at } => cx.set_timer(key, at),
-            Effect::CancelTimer { key } => cx.cancel_timer(key),
-            Effect::Request(vp) => cx.request(vp),
-            Effect::Release(vp) => cx.release(vp),
-            Effect::WantCpus(n) => cx.want_cpus(n),
-            Effect::Reschedule(vp) => cx.reschedule(vp),
-            Effect::Revoke(c) => cx.revoke(c),
-            Effect::MsgParent { vp, msg } => cx.msg_parent(vp, msg),
-        }
-    }
-}
-
 #[pymethods]
 impl PyCx {
     /// The current time, ns.

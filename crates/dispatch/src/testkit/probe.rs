@@ -84,21 +84,6 @@ impl Record {
     }
 }
 
-/// Asks `cx` for `e` again (a callback's effects, collected by a probe,
-/// handed on to the dispatcher).
-fn replay(cx: &mut Cx, e: Effect) {
-    match e {
-        Effect::SetTimer { key, at } => cx.set_timer(key, at),
-        Effect::CancelTimer { key } => cx.cancel_timer(key),
-        Effect::Request(vp) => cx.request(vp),
-        Effect::Release(vp) => cx.release(vp),
-        Effect::WantCpus(n) => cx.want_cpus(n),
-        Effect::Reschedule(vp) => cx.reschedule(vp),
-        Effect::Revoke(child) => cx.revoke(child),
-        Effect::MsgParent { vp, msg } => cx.msg_parent(vp, msg),
-    }
-}
-
 /// The policy under test as the dispatcher sees it: forwards every
 /// callback and records what the harness reads back.
 pub(crate) struct Probe<S: ?Sized> {
@@ -119,7 +104,7 @@ impl<S: Scheduler + ?Sized> Probe<S> {
         };
         self.record.borrow_mut().note_effects(cx.now(), &effects);
         for e in effects {
-            replay(cx, e);
+            cx.replay(e);
         }
         r
     }
@@ -134,7 +119,7 @@ impl<S: Scheduler + ?Sized> Scheduler for Probe<S> {
         match again {
             Some(effects) => {
                 self.record.borrow_mut().note_effects(cx.now(), &effects);
-                effects.into_iter().for_each(|e| replay(cx, e));
+                effects.into_iter().for_each(|e| cx.replay(e));
             }
             None => {
                 let before = self.record.borrow().effects.len();
