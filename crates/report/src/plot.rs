@@ -24,9 +24,12 @@
 //! narrower ones into one pixel column coloured by the thread that held most
 //! of it, so a long run gives a file of bounded size.
 
+mod legend;
+
 use crate::figures::{self, Figures, Slot, Span};
 use crate::ReportError;
 use hsched_model::{RunResult, Scenario};
+use legend::Key;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -758,26 +761,8 @@ fn latency_focus(cdfs: &[&figures::Cdf], full: u64) -> Option<(u64, u64)> {
     Some((cut, beyond))
 }
 
-/// What a legend row shows beside its label.
-#[derive(Clone, Copy)]
-enum Key {
-    /// A series drawn as a line.
-    Line(RGBColor),
-    /// A filled area (a timeline segment).
-    Block(RGBColor),
-    /// A marker (a deadline miss).
-    Marker(RGBColor),
-}
-
-/// Legend rows' height and the key's width, px.
-const LEGEND_ROW: i32 = 18;
-const LEGEND_KEY: i32 = 18;
-
-/// Draws `keys` as a legend in a strip at the right of `root`, beside the
-/// chart rather than over its data, and returns the rest of `root` for the
-/// chart. The strip is as wide as the longest label, up to a third of the
-/// figure (longer labels are cut with `…`); rows that do not fit the
-/// height end in "… and N more".
+/// `root` less a legend of `keys` drawn beside the chart, in the figures'
+/// font.
 fn with_legend<'a, DB: DrawingBackend>(
     root: &Area<'a, DB>,
     keys: &[(Key, String)],
@@ -785,71 +770,7 @@ fn with_legend<'a, DB: DrawingBackend>(
 where
     DB::ErrorType: 'static,
 {
-    if keys.is_empty() {
-        return Ok(root.clone());
-    }
-    let font: TextStyle = (FONT_FAMILY, 13).into();
-    let text_width = |t: &str| {
-        root.estimate_text_size(t, &font)
-            .map(|(w, _)| w as i32)
-            .unwrap_or(7 * t.chars().count() as i32)
-    };
-    let (width, height) = root.dim_in_pixel();
-    let max_text = (width as i32 / 3 - LEGEND_KEY - 24).max(40);
-    let widest = keys.iter().map(|(_, l)| text_width(l)).max().unwrap_or(0);
-    let strip = widest.min(max_text) + LEGEND_KEY + 24;
-    let (chart, legend) = root.split_horizontally(width as i32 - strip);
-    let top = 40;
-    let capacity = ((height as i32 - top - 12) / LEGEND_ROW).max(1) as usize;
-    let shown = if keys.len() > capacity {
-        capacity - 1
-    } else {
-        keys.len()
-    };
-    for (row, (key, label)) in keys[..shown].iter().enumerate() {
-        let y = top + row as i32 * LEGEND_ROW;
-        let mid = y + LEGEND_ROW / 2;
-        match *key {
-            Key::Line(c) => legend.draw(&PathElement::new(
-                vec![(6, mid), (6 + LEGEND_KEY, mid)],
-                c.stroke_width(2),
-            )),
-            Key::Block(c) => legend.draw(&Rectangle::new(
-                [(6, mid - 5), (6 + LEGEND_KEY, mid + 5)],
-                c.filled(),
-            )),
-            Key::Marker(c) => legend.draw(&TriangleMarker::new(
-                (6 + LEGEND_KEY / 2, mid),
-                5,
-                c.filled(),
-            )),
-        }
-        .map_err(plot_error)?;
-        let mut text = label.clone();
-        while text_width(&text) > max_text && text.chars().count() > 1 {
-            text.pop();
-            text.pop();
-            text.push('…');
-        }
-        legend
-            .draw(&Text::new(
-                text,
-                (LEGEND_KEY + 12, mid),
-                font.pos(Pos::new(HPos::Left, VPos::Center)),
-            ))
-            .map_err(plot_error)?;
-    }
-    if shown < keys.len() {
-        let y = top + shown as i32 * LEGEND_ROW + LEGEND_ROW / 2;
-        legend
-            .draw(&Text::new(
-                format!("… and {} more", keys.len() - shown),
-                (6, y),
-                font.pos(Pos::new(HPos::Left, VPos::Center)),
-            ))
-            .map_err(plot_error)?;
-    }
-    Ok(chart)
+    legend::beside(root, keys, &(FONT_FAMILY, 13).into()).map_err(plot_error)
 }
 
 /// `spans` (sorted, not overlapping) with the gaps in `[0, horizon)`
